@@ -1,0 +1,105 @@
+"""Tiny local checkpoints: a config, a seeded init and a tokenizer trained here.
+
+There is no model hub on the machines this project is built and tested on, so the
+demo and the tests run on checkpoints this module writes itself. Each is cached on
+disk under a key of its spec, and rebuilt when missing or incomplete.
+
+    >>> from nnterp_widgets.checkpoints import checkpoint
+    >>> path = checkpoint("qwen2")        # a directory vLLM and transformers can load
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from .specs import DEFAULT, SPECS, TinySpec
+
+#: Bumped whenever what a builder writes changes, so old caches are not reused.
+BUILDER_VERSION = 2
+#: Written last: a directory without it was interrupted and is rebuilt.
+COMPLETE = "nnterp_widgets_checkpoint.json"
+
+__all__ = ["DEFAULT", "SPECS", "TinySpec", "checkpoint", "cache_root"]
+
+
+def cache_root() -> Path:
+    """Where checkpoints are cached: ``$NNTERP_WIDGETS_CACHE`` or ``~/.cache/nnterp_widgets``."""
+    root = os.environ.get("NNTERP_WIDGETS_CACHE")
+    base = Path(root) if root else Path.home() / ".cache" / "nnterp_widgets"
+    return base / "checkpoints"
+
+
+def _key(spec: TinySpec) -> str:
+    text = json.dumps({"spec": asdict(spec), "builder": BUILDER_VERSION}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def checkpoint(name: str = DEFAULT, root: Path | str | None = None) -> Path:
+    """The directory of tiny checkpoint ``name`` (a key of `SPECS`), built if missing."""
+    if name not in SPECS:
+        raise ValueError(
+            f"no tiny checkpoint named {name!r}; the known ones are: {', '.join(sorted(SPECS))}"
+        )
+    spec = SPECS[name]
+    root = Path(root) if root is not None else cache_root()
+    target = root / f"{name}-{_key(spec)}"
+    if (target / COMPLETE).exists():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    # Built beside the target and renamed into place, so a reader never sees half
+    # a checkpoint and two processes building at once both end with a whole one.
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
+    try:
+        _build(spec, staging)
+        shutil.rmtree(target, ignore_errors=True)
+        try:
+            staging.rename(target)
+        except OSError:
+            if not (target / COMPLETE).exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _build(spec: TinySpec, directory: Path) -> None:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from .tokenizer import SPECIAL, save_tokenizer
+
+    vocab_size = save_tokenizer(directory)
+    from transformers import AutoTokenizer
+
+    special = AutoTokenizer.from_pretrained(str(directory)).convert_tokens_to_ids(SPECIAL)
+    config = AutoConfig.for_model(
+        spec.model_type,
+        vocab_size=vocab_size,
+        bos_token_id=special,
+        eos_token_id=special,
+        pad_token_id=special,
+        initializer_range=spec.init_std,
+        **spec.config,
+    )
+    config.dtype = "float32"
+    generator = torch.Generator().manual_seed(spec.seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with torch.no_grad():
+        # Drawn here from one seeded generator in a fixed order, so the same spec
+        # always gives the same weights whatever the init code of this release is.
+        for name, parameter in sorted(model.named_parameters()):
+            noise = torch.randn(parameter.shape, generator=generator)
+            if name.endswith("bias"):
+                parameter.copy_(0.1 * noise)
+            elif parameter.dim() == 1:  # a norm's scale
+                parameter.copy_(1.0 + 0.1 * noise)
+            else:
+                parameter.copy_(spec.init_std * noise)
+    model.save_pretrained(str(directory), safe_serialization=True)
+    (directory / COMPLETE).write_text(json.dumps({"spec": asdict(spec), "builder": BUILDER_VERSION}))
