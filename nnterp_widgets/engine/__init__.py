@@ -1,0 +1,1 @@
+"""The engine layer: `StandardizedVLLM` on a real vLLM engine, CPU or GPU."""

@@ -1,0 +1,116 @@
+"""Decoder blocks: ``layer_input`` and ``layer_output``, the residual stream.
+
+Two conventions, which a family declares by the class it maps its blocks to:
+
+* `FusedLayer`: vLLM's Llama-style block takes and returns a ``(hidden_states,
+  residual)`` pair, whose sum is the stream, so the next block's norm can fuse the
+  add. Read as the sum; written back as ``(value, 0)`` (``residual`` kept ``None``
+  where the engine passed ``None``), which every such block adds back exactly.
+* `PlainLayer`: the block takes and returns the stream itself (GPT-2, GPT-NeoX).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+from nnsight.intervention.envoy import Envoy
+
+from .values import StandardValue, batched, unbatched
+
+#: The standard names a decoder block serves, in ``support()`` order.
+LAYER_VALUES = ("layer_input", "layer_output")
+
+
+class StandardEnvoy(Envoy):
+    """An envoy that serves standard values; subclasses list what they cannot serve."""
+
+    #: Standard name -> reason, for the values this component never serves.
+    UNAVAILABLE: dict[str, str] = {}
+
+    def unavailable_reason(self, name: str) -> str | None:
+        return self.UNAVAILABLE.get(name)
+
+
+def _bind(module: torch.nn.Module, raw: Any) -> inspect.BoundArguments:
+    # The class's forward, bound with the module as ``self``: the instance's forward
+    # is nnsight's wrapper, whose signature reads through to the unbound function.
+    args, kwargs = raw
+    return inspect.signature(type(module).forward).bind(module, *args, **kwargs)
+
+
+def _unbind(bound: inspect.BoundArguments) -> Any:
+    return (bound.args[1:], bound.kwargs)
+
+
+def _stream_in(layer: Envoy, raw: Any) -> torch.Tensor:
+    arguments = _bind(layer._module, raw).arguments
+    hidden, residual = arguments["hidden_states"], arguments.get("residual")
+    return batched(hidden if residual is None else hidden + residual)
+
+
+def _stream_in_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
+    bound = _bind(layer._module, raw)
+    hidden = bound.arguments["hidden_states"]
+    bound.arguments["hidden_states"] = unbatched(value, hidden)
+    if bound.arguments.get("residual") is not None:
+        bound.arguments["residual"] = torch.zeros_like(hidden)
+    return _unbind(bound)
+
+
+def _pair_out(layer: Envoy, raw: Any) -> torch.Tensor:
+    hidden, residual = raw[0], raw[1]
+    return batched(hidden if residual is None else hidden + residual)
+
+
+def _pair_out_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
+    hidden = raw[0]
+    return (unbatched(value, hidden), torch.zeros_like(hidden), *raw[2:])
+
+
+def _plain_in(layer: Envoy, raw: Any) -> torch.Tensor:
+    return batched(_bind(layer._module, raw).arguments["hidden_states"])
+
+
+def _plain_in_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
+    bound = _bind(layer._module, raw)
+    bound.arguments["hidden_states"] = unbatched(value, bound.arguments["hidden_states"])
+    return _unbind(bound)
+
+
+def _tensor_out(layer: Envoy, raw: Any) -> torch.Tensor:
+    return batched(raw[0] if isinstance(raw, tuple) else raw)
+
+
+def _tensor_out_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
+    if isinstance(raw, tuple):
+        return (unbatched(value, raw[0]), *raw[1:])
+    return unbatched(value, raw)
+
+
+def _input(envoy: Envoy) -> str:
+    return f"{envoy.path}.input"
+
+
+def _output(envoy: Envoy) -> str:
+    return f"{envoy.path}.output"
+
+
+class Layer(StandardEnvoy):
+    """A decoder block; its attention and MLP are ``self_attn`` and ``mlp`` (the
+    family's ``rename`` aliases them where vLLM spells them otherwise)."""
+
+
+class FusedLayer(Layer):
+    """A block passing the stream as ``(hidden_states, residual)``."""
+
+    layer_input = StandardValue("layer_input", _input, _stream_in, _stream_in_back)
+    layer_output = StandardValue("layer_output", _output, _pair_out, _pair_out_back)
+
+
+class PlainLayer(Layer):
+    """A block passing the stream as one tensor."""
+
+    layer_input = StandardValue("layer_input", _input, _plain_in, _plain_in_back)
+    layer_output = StandardValue("layer_output", _output, _tensor_out, _tensor_out_back)

@@ -1,0 +1,247 @@
+"""`StandardizedVLLM`: nnsight's vLLM model with nnterp's standard names and values.
+
+The with-block of a trace runs in vLLM's worker, not here: nnsight pickles this
+envoy tree (classes, aliases and all) onto each request and the worker resolves its
+modules to the real ones. So every standard value below is computed worker-side, by
+the same classes the client built; nnsight's own GPU worker needs nothing extra, and
+on a CPU host only the worker class differs (see `platform`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from nnsight.modeling.vllm import VLLM
+
+from ..components.vllm.attention import ATTENTION_VALUES
+from ..components.vllm.layer import LAYER_VALUES
+from ..components.vllm.mlp import MLP_VALUES
+from ..components.vllm.values import (
+    StandardValue,
+    batched,
+    first_arg,
+    unavailable,
+    unbatched,
+)
+from ..families.vllm import Family, family_for
+from . import platform
+
+#: Why there is no ``lm_head_output`` on vLLM.
+LM_HEAD = (
+    "vLLM never calls lm_head: its logits processor projects with lm_head's weight and "
+    "applies any softcap and scale in the same call, on the last position only; read logits"
+)
+#: Why there is no ``attention_mask`` on vLLM.
+NO_MASK = "a vLLM request is one unpadded sequence; there is no mask"
+#: What assigning ``next_token_probs`` says.
+PROBS_DERIVED = (
+    "next_token_probs is derived from the logits and cannot be assigned; assign model.logits instead"
+)
+#: What assigning the request's inputs says.
+INPUTS_FIXED = "{name} is read-only on this engine: a vLLM request's tokens are fixed when it is submitted"
+#: What ``order`` / ``rank`` say.
+NOT_MEASURED = (
+    "model.{name} is not supported on the vllm engine; it is measured on a StandardizedTransformer"
+)
+#: What a method that calls the engine's modules says outside a trace.
+TRACE_ONLY = (
+    "{name} calls the engine's modules, which run in vLLM's worker: call it inside "
+    "`with model.trace(...)`"
+)
+
+#: Root value names, in ``support()`` order.
+ROOT_VALUES = (
+    "token_embeddings",
+    "input_ids",
+    "input_size",
+    "logits",
+    "next_token_probs",
+    "lm_head_output",
+    "attention_mask",
+)
+ROOT_UNAVAILABLE = {"lm_head_output": LM_HEAD, "attention_mask": NO_MASK}
+
+
+def _embed_in(model: "StandardizedVLLM") -> str:
+    return f"{model.embed_tokens.path}.input"
+
+
+def _embed_out(model: "StandardizedVLLM") -> str:
+    return f"{model.embed_tokens.path}.output"
+
+
+def _logits_site(model: "StandardizedVLLM") -> str:
+    # The location nnsight's runner serves the step's logits at (VLLM.logits).
+    return f"{model.path}.logits"
+
+
+def _in_trace() -> bool:
+    from greenlet import getcurrent
+
+    return getattr(getcurrent(), "mediator", None) is not None
+
+
+class StandardizedVLLM(VLLM):
+    """A vLLM engine with nnterp's standard names and values.
+
+    ``StandardizedVLLM(name_or_path, dispatch=True, dtype=..., gpu_memory_utilization=...,
+    **vllm_kwargs)``: the keyword arguments are vLLM's engine arguments. A trace is one
+    vLLM request per invoke, batch axis 1; values are ``[1, tokens, ...]``.
+    """
+
+    def __init__(
+        self,
+        name_or_path: str | Path,
+        dispatch: bool = True,
+        dtype: str = "auto",
+        gpu_memory_utilization: float = 0.9,
+        **vllm_kwargs: Any,
+    ) -> None:
+        from nnsight.modeling.vllm.envoys import parallel_envoys
+        from transformers import AutoConfig
+
+        name_or_path = str(name_or_path)
+        config = AutoConfig.from_pretrained(
+            name_or_path, trust_remote_code=vllm_kwargs.get("trust_remote_code", False)
+        )
+        family = family_for(config.model_type)
+        # Plain attributes, set before the tree exists; they travel with it to the worker.
+        self._family = family
+        self._sizes = _sizes(config, family)
+        worker = platform.worker_cls()
+        if worker is not None:
+            self._WORKER_CLS = worker
+        platform.prepare_environment()
+        super().__init__(
+            name_or_path,
+            dispatch=dispatch,
+            rename=family.rename(),
+            envoys={**parallel_envoys(), **family.envoys()},
+            dtype=dtype,
+            gpu_memory_utilization=gpu_memory_utilization,
+            **vllm_kwargs,
+        )
+
+    def _load_meta(self, repo_id: str, **kwargs: Any):
+        with platform.meta_build():
+            return super()._load_meta(repo_id, **kwargs)
+
+    # -- sizes ---------------------------------------------------------------
+
+    @property
+    def family(self) -> Family:
+        return self._family
+
+    num_layers = property(lambda self: self._sizes["num_layers"])
+    hidden_size = property(lambda self: self._sizes["hidden_size"])
+    num_heads = property(lambda self: self._sizes["num_heads"])
+    num_kv_heads = property(lambda self: self._sizes["num_kv_heads"])
+    head_dim = property(lambda self: self._sizes["head_dim"])
+    vocab_size = property(lambda self: self._sizes["vocab_size"])
+    intermediate_size = property(lambda self: self._sizes["intermediate_size"])
+
+    # -- root values -----------------------------------------------------------
+
+    def unavailable_reason(self, name: str) -> str | None:
+        return ROOT_UNAVAILABLE.get(name)
+
+    token_embeddings = StandardValue(
+        "token_embeddings",
+        _embed_out,
+        lambda model, raw: batched(raw),
+        lambda model, raw, value: unbatched(value, raw),
+    )
+    input_ids = StandardValue(
+        "input_ids",
+        _embed_in,
+        lambda model, raw: batched(first_arg(raw)),
+        read_only=INPUTS_FIXED.format(name="input_ids"),
+    )
+    input_size = StandardValue(
+        "input_size",
+        _embed_in,
+        lambda model, raw: torch.Size([1, first_arg(raw).shape[0]]),
+        read_only=INPUTS_FIXED.format(name="input_size"),
+    )
+    logits = StandardValue(
+        "logits",
+        _logits_site,
+        lambda model, raw: batched(raw),
+        lambda model, raw, value: unbatched(value, raw),
+        description="pre-sampling logits for this step, [1, 1, vocab]",
+    )
+    next_token_probs = StandardValue(
+        "next_token_probs",
+        _logits_site,
+        lambda model, raw: torch.softmax(raw.float(), dim=-1).reshape(1, -1),
+        read_only=PROBS_DERIVED,
+    )
+    lm_head_output = unavailable("lm_head_output", LM_HEAD)
+    attention_mask = unavailable("attention_mask", NO_MASK)
+
+    # -- availability ----------------------------------------------------------
+
+    def support(self) -> dict[str, str | None]:
+        """Every value name -> ``None`` (served) or the reason it is not."""
+        block = self._family.unavailable()
+        names = [
+            *LAYER_VALUES,
+            *(f"self_attn.{name}" for name in ATTENTION_VALUES),
+            *(f"mlp.{name}" for name in MLP_VALUES),
+        ]
+        found = {name: ROOT_UNAVAILABLE.get(name) for name in ROOT_VALUES}
+        found.update({name: block.get(name) for name in names})
+        return found
+
+    # -- methods ---------------------------------------------------------------
+
+    def project_on_vocab(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The final norm and the engine's logits processor on a stream ``[..., hidden]``.
+
+        On the last block's stream this is ``logits``. Inside a trace only.
+        """
+        if not _in_trace():
+            raise RuntimeError(TRACE_ONLY.format(name="project_on_vocab"))
+        leading = hidden.shape[:-1]
+        flat = hidden.reshape(-1, hidden.shape[-1])
+        normed = self.norm(flat)
+        if isinstance(normed, tuple):
+            normed = normed[0]
+        logits = self.logits_processor(self.lm_head._module, normed)
+        return logits.reshape(*leading, logits.shape[-1])
+
+    def get_topk_closest_tokens(self, hidden: torch.Tensor, k: int = 10) -> torch.Tensor:
+        """Ids of the ``k`` tokens the lens of ``hidden`` ranks highest, ``[..., k]``.
+
+        Inside a trace only.
+        """
+        if not _in_trace():
+            raise RuntimeError(TRACE_ONLY.format(name="get_topk_closest_tokens"))
+        return self.project_on_vocab(hidden).topk(k, dim=-1).indices
+
+    def order(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(NOT_MEASURED.format(name="order"))
+
+    def rank(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(NOT_MEASURED.format(name="rank"))
+
+
+def _sizes(config: Any, family: Family) -> dict[str, int]:
+    """The standard sizes, read off the transformers config."""
+    text = getattr(config, "text_config", None) or config
+    heads = text.num_attention_heads
+    hidden = text.hidden_size
+    sizes = {
+        "num_layers": text.num_hidden_layers,
+        "hidden_size": hidden,
+        "num_heads": heads,
+        "num_kv_heads": getattr(text, "num_key_value_heads", None) or heads,
+        "head_dim": getattr(text, "head_dim", None) or hidden // heads,
+        "vocab_size": text.vocab_size,
+        "intermediate_size": getattr(text, "intermediate_size", None),
+    }
+    for name, read in family.sizes.items():
+        sizes[name] = read(text)
+    return sizes

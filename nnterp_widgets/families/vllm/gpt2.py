@@ -1,0 +1,30 @@
+"""GPT-2: a plain stream, a plain GELU MLP (``c_fc`` -> act -> ``c_proj``), tied head."""
+
+from ...components.vllm.layer import PlainLayer
+from ...components.vllm.mlp import PlainMLP
+from .base import Family
+
+
+class GPT2MLP(PlainMLP):
+    DOWN = "c_proj"
+
+
+def _rename() -> dict:
+    # A class key: GPT-2's attention is ``attn``, and so is the vLLM Attention inside
+    # it, so a name key would alias both.
+    from vllm.model_executor.models.gpt2 import GPT2Attention
+
+    return {GPT2Attention: "self_attn"}
+
+
+FAMILY = Family(
+    "gpt2",
+    layers="transformer.h",
+    embed="transformer.wte",
+    norm="transformer.ln_f",
+    attention="attn",
+    layer_cls=PlainLayer,
+    mlp_cls=GPT2MLP,
+    extra_rename=_rename,
+    sizes={"intermediate_size": lambda config: config.n_inner or 4 * config.n_embd},
+)

@@ -1,0 +1,5 @@
+"""Qwen2 (and Qwen2.5): Llama-shaped, fused ``(hidden, residual)`` blocks, gated MLP."""
+
+from .base import Family
+
+FAMILY = Family("qwen2")
