@@ -145,11 +145,12 @@ SPECS.update(
             ),
         ),
         # Falcon-7B's shape (multi-query, parallel attention and MLP), with ALiBi.
+        # The MLP is 4 x hidden: vLLM's FalconMLP ignores ffn_hidden_size.
         "falcon": TinySpec(
             "falcon",
             dict(
                 hidden_size=128,
-                ffn_hidden_size=256,
+                ffn_hidden_size=512,
                 num_hidden_layers=2,
                 num_attention_heads=4,
                 alibi=True,

@@ -124,6 +124,26 @@ class StandardizedVLLM(VLLM):
             **vllm_kwargs,
         )
 
+    def close(self) -> None:
+        """Shut the engine's processes down; the tree stays, the engine is gone."""
+        entry = self.__dict__.get("vllm_entrypoint")
+        if entry is not None:
+            self.vllm_entrypoint = None
+            entry.llm_engine.engine_core.shutdown()
+
+    @property
+    def alive(self) -> bool:
+        """Whether the engine's core process is still there to serve a request."""
+        entry = self.__dict__.get("vllm_entrypoint")
+        if entry is None:
+            return False
+        core = entry.llm_engine.engine_core
+        manager = getattr(core, "resources", None)
+        procs = getattr(getattr(manager, "engine_manager", None), "processes", None)
+        if procs is None:
+            return True
+        return all(proc.is_alive() for proc in procs)
+
     def _load_meta(self, repo_id: str, **kwargs: Any):
         with platform.meta_build():
             return super()._load_meta(repo_id, **kwargs)

@@ -20,7 +20,7 @@ synced traits (all ``.tag(sync=True)``)::
              "values": [Value], "children": [Node]}
     Value = {"id": str, "name": str, "available": bool, "reason": str | None,
              "shape": list[int] | None, "dtype": str | None, "writable": bool}
-    stats = {"min": float, "max": float, "mean": float, "norm": float}
+    stats = {"min": float, "max": float, "mean": float, "norm": float}  # None if not finite
 
 ``preview_data`` is sent as a binary buffer (ipywidgets does that for ``bytes``), e.g.
 ``np.ascontiguousarray(slice_, dtype="<f4").tobytes()``; ``preview["rows"][i]`` labels row i
