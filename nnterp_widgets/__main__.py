@@ -1,0 +1,79 @@
+"""``nnterp-widgets`` / ``python -m nnterp_widgets``: the demo on the embedded checkpoint.
+
+    nnterp-widgets lab     open JupyterLab on notebooks/ (the tour: the explorer)
+    nnterp-widgets demo    print support() and a logit lens of one prompt, no browser
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+DEMO_PROMPT = "The Eiffel Tower is in"
+
+
+def _demo(args: argparse.Namespace) -> int:
+    import torch
+
+    from . import StandardizedVLLM
+    from .checkpoints import checkpoint
+
+    path = args.model or str(checkpoint(args.checkpoint))
+    print(f"opening StandardizedVLLM on {path}", flush=True)
+    model = StandardizedVLLM(path, dtype="float32", gpu_memory_utilization=0.3, max_model_len=512)
+    try:
+        print("\nsupport():")
+        for name, reason in model.support().items():
+            print(f"  {name}: {'served' if reason is None else 'unavailable: ' + reason}")
+        with model.trace(args.prompt, temperature=0.0, max_tokens=1):
+            ids = model.input_ids.save()
+            lens = list().save()
+            for layer in model.layers:
+                probs = torch.softmax(model.project_on_vocab(layer.layer_output).float(), -1)
+                lens.append(probs.max(-1))
+        tokenizer = model.tokenizer
+        words = [tokenizer.decode([i]) for i in ids[0].tolist()]
+        print(f"\nlogit lens of {args.prompt!r} (top-1 next token per layer and position):")
+        print("  " + " | ".join(f"{w!r:>12}" for w in words))
+        for index, top in enumerate(lens):
+            cells = [f"{tokenizer.decode([i])!r:>8} {p:.2f}" for p, i in zip(top.values[0].tolist(), top.indices[0].tolist())]
+            print(f"L{index:<2}" + " | ".join(f"{c:>12}" for c in cells))
+    finally:
+        model.close()
+    return 0
+
+
+def _lab(args: argparse.Namespace) -> int:
+    from .checkpoints import checkpoint
+
+    checkpoint()  # built before the notebook opens, so the tour starts at once
+    notebooks = Path(args.notebooks).resolve()
+    command = [sys.executable, "-m", "jupyter", "lab", str(notebooks), *args.lab_args]
+    print(" ".join(command), flush=True)
+    return subprocess.call(command, env=os.environ.copy())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="nnterp-widgets", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command")
+    demo = commands.add_parser("demo", help="print support() and a logit lens")
+    demo.add_argument("--prompt", default=DEMO_PROMPT)
+    demo.add_argument("--checkpoint", default="qwen2", help="embedded tiny checkpoint name")
+    demo.add_argument("--model", default=None, help="a hub id or path instead")
+    demo.set_defaults(run=_demo)
+    lab = commands.add_parser("lab", help="open JupyterLab on the tour notebook")
+    lab.add_argument("--notebooks", default=str(Path(__file__).resolve().parent.parent / "notebooks"))
+    lab.add_argument("lab_args", nargs=argparse.REMAINDER)
+    lab.set_defaults(run=_lab)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["lab", *(argv or [])])
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
