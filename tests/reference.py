@@ -104,3 +104,41 @@ def reference_values(
     found["logits"] = logits[:, -1:].clone()
     found["next_token_probs"] = torch.softmax(logits[:, -1], dim=-1)
     return found
+
+
+def reference_attention(path: str, family: str, prompt: str) -> dict:
+    """Per layer, what transformers' eager attention sees and returns.
+
+    ``{(name, layer): tensor}`` for queries/keys/values ``[1, heads, tokens, head_dim]``
+    (after rotary; keys and values with kv heads, before repeat), head outputs
+    ``[1, tokens, heads, head_dim]`` and probabilities ``[1, heads, query, key]``,
+    captured by wrapping the modeling module's ``eager_attention_forward``.
+    """
+    import sys
+
+    model, tokenizer = hf_model(path)
+    layers = _get(model, HF_NAMES[family].layers)
+    attention_cls = type(_get(layers[0], HF_NAMES[family].attention))
+    module = sys.modules[attention_cls.__module__]
+    real = module.eager_attention_forward
+    found: dict = {}
+    index_of = {id(_get(layer, HF_NAMES[family].attention)): i for i, layer in enumerate(layers)}
+
+    def spy(attention, query, key, value, *args, **kwargs):
+        output, weights = real(attention, query, key, value, *args, **kwargs)
+        i = index_of[id(attention)]
+        found[("attention_queries", i)] = query.detach().clone()
+        found[("attention_keys", i)] = key.detach().clone()
+        found[("attention_values", i)] = value.detach().clone()
+        found[("attention_head_outputs", i)] = output.detach().clone()
+        found[("attention_probabilities", i)] = weights.detach().clone()
+        return output, weights
+
+    module.eager_attention_forward = spy
+    try:
+        ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            model(ids)
+    finally:
+        module.eager_attention_forward = real
+    return found

@@ -53,6 +53,8 @@ _MOE = dict(num_experts_per_tok=2)
 _EXPERT_SIZE = 64
 
 # DeepSeek's multi-head latent attention: layer 0 a dense MLP, layer 1 the experts.
+# The latent is DeepSeek's full size: vLLM's MLA serves only kv_lora_rank +
+# qk_rope_head_dim in {320, 512, 576}, and its CPU MLA backend only 576 (512 + 64).
 _DEEPSEEK = dict(
     hidden_size=128,
     intermediate_size=256,
@@ -61,9 +63,9 @@ _DEEPSEEK = dict(
     num_key_value_heads=4,
     max_position_embeddings=1024,
     q_lora_rank=None,
-    kv_lora_rank=32,
-    qk_rope_head_dim=16,
-    qk_nope_head_dim=16,
+    kv_lora_rank=512,
+    qk_rope_head_dim=64,
+    qk_nope_head_dim=32,
     v_head_dim=32,
     n_routed_experts=4,
     n_shared_experts=1,

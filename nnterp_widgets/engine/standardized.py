@@ -241,6 +241,45 @@ class StandardizedVLLM(VLLM):
             raise RuntimeError(TRACE_ONLY.format(name="get_topk_closest_tokens"))
         return self.project_on_vocab(hidden).topk(k, dim=-1).indices
 
+    def steer(
+        self,
+        layers: int | list[int],
+        steering_vector: torch.Tensor,
+        factor: float = 1.0,
+        positions: int | list[int] | slice | None = None,
+    ) -> None:
+        """Add ``factor * steering_vector`` to the stream after each of ``layers``.
+
+        Inside a trace, at the point the first of those layers runs; ``positions``
+        picks token positions (all by default).
+        """
+        if not _in_trace():
+            raise RuntimeError(TRACE_ONLY.format(name="steer"))
+        indices = [layers] if isinstance(layers, int) else sorted(layers)
+        where = slice(None) if positions is None else positions
+        for index in indices:
+            stream = self.layers[index].layer_output
+            stream[:, where] += factor * steering_vector.to(stream)
+
+    def skip_layers(
+        self, start: int, end: int | None = None, skip_with: torch.Tensor | None = None
+    ) -> None:
+        """Skip blocks ``start`` to ``end`` (inclusive): the stream passes through.
+
+        Their output is ``start``'s ``layer_input`` (or ``skip_with``). A skipped block
+        does not run for any row of the step, and a step holds whatever requests the
+        engine batched together: safe on a request that runs alone. To ablate a block
+        on a shared engine, write its contributions to zero instead.
+        """
+        if not _in_trace():
+            raise RuntimeError(TRACE_ONLY.format(name="skip_layers"))
+        end = start if end is None else end
+        if not 0 <= start <= end < self.num_layers:
+            raise IndexError(f"skip_layers({start}, {end}) outside 0..{self.num_layers - 1}")
+        stream = self.layers[start].layer_input if skip_with is None else skip_with
+        for index in range(start, end + 1):
+            self.layers[index].skip_with(stream)
+
     def order(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(NOT_MEASURED.format(name="order"))
 

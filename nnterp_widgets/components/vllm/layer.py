@@ -101,9 +101,22 @@ class Layer(StandardEnvoy):
     """A decoder block; its attention and MLP are ``self_attn`` and ``mlp`` (the
     family's ``rename`` aliases them where vLLM spells them otherwise)."""
 
+    @staticmethod
+    def output_of(stream: torch.Tensor) -> Any:  # pragma: no cover - per convention
+        raise NotImplementedError
+
+    def skip_with(self, stream: torch.Tensor) -> None:
+        """Skip this block, its output being ``stream`` (``[1, tokens, hidden]``)."""
+        self.skip(self.output_of(stream.reshape(-1, stream.shape[-1])))
+
 
 class FusedLayer(Layer):
     """A block passing the stream as ``(hidden_states, residual)``."""
+
+    @staticmethod
+    def output_of(stream: torch.Tensor) -> Any:
+        """The block's output layout for a flat ``[tokens, hidden]`` stream."""
+        return (stream, torch.zeros_like(stream))
 
     layer_input = StandardValue("layer_input", _input, _stream_in, _stream_in_back)
     layer_output = StandardValue("layer_output", _output, _pair_out, _pair_out_back)
@@ -111,6 +124,10 @@ class FusedLayer(Layer):
 
 class PlainLayer(Layer):
     """A block passing the stream as one tensor."""
+
+    @staticmethod
+    def output_of(stream: torch.Tensor) -> Any:
+        return stream
 
     layer_input = StandardValue("layer_input", _input, _plain_in, _plain_in_back)
     layer_output = StandardValue("layer_output", _output, _tensor_out, _tensor_out_back)
