@@ -132,6 +132,12 @@ class StandardizedVLLM(VLLM):
             entry.llm_engine.engine_core.shutdown()
 
     @property
+    def max_model_len(self) -> int | None:
+        """The longest sequence (prompt plus generated tokens) this engine takes."""
+        entry = self.__dict__.get("vllm_entrypoint")
+        return None if entry is None else entry.llm_engine.model_config.max_model_len
+
+    @property
     def alive(self) -> bool:
         """Whether the engine's core process is still there to serve a request."""
         entry = self.__dict__.get("vllm_entrypoint")
