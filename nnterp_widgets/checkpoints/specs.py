@@ -74,6 +74,18 @@ _DEEPSEEK = dict(
     moe_layer_freq=1,
     n_group=1,
     topk_group=1,
+    # YaRN, as DeepSeek's own configs have it. With plain RoPE, vLLM's CPU rotary
+    # kernel leaves MLA's q_pe/k_pe unrotated (docs/families_survey.md).
+    rope_parameters=dict(
+        rope_type="yarn",
+        rope_theta=10000.0,
+        factor=4.0,
+        original_max_position_embeddings=256,
+        beta_fast=32.0,
+        beta_slow=1.0,
+        mscale=0.707,
+        mscale_all_dim=0.707,
+    ),
     tie_word_embeddings=False,
     **_MOE,
 )

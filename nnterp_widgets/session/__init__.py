@@ -1,0 +1,11 @@
+"""The session layer: owns the engine, serialises and coalesces the widgets' requests."""
+
+from .panels import AttentionPanel, LensPanel, PromptResult, Tokens, ValueSummary
+from .probe import ProbeError
+from .session import Session
+from .worker import Busy, EngineDied, Superseded
+
+__all__ = [
+    "AttentionPanel", "Busy", "EngineDied", "LensPanel", "ProbeError", "PromptResult",
+    "Session", "Superseded", "Tokens", "ValueSummary",
+]

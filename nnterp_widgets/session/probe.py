@@ -22,7 +22,7 @@ PREVIEW_COLS = 16
 LENS_K = 5
 
 #: Standard values in execution order: (host, name, token axis).
-ROOT_BEFORE = (("input_ids", 1), ("token_embeddings", 1))
+ROOT_BEFORE = (("input_ids", 1), ("input_size", 0), ("token_embeddings", 1))
 LAYER_ORDER = (
     ("", "layer_input", 1),
     ("self_attn", "attention_queries", 2),

@@ -1,0 +1,167 @@
+"""`Session`: the kernel's one engine per (checkpoint, settings), shared by every widget.
+
+    session = Session.open()                 # the embedded tiny checkpoint
+    session = Session.open("Qwen/Qwen2.5-0.5B", dtype="float32")
+
+Opening returns at once; the engine starts on the session's worker thread with a
+progress bar. Widgets ask through `prompt` / `request`, which return futures; the
+engine itself is only ever touched on the worker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from .probe import probe
+from .tree import build_tree
+from .worker import EngineWorker
+
+#: Engine settings a session uses unless told otherwise: float32 so values match a
+#: float32 reference, and a modest memory share so a second engine still fits.
+DEFAULT_SETTINGS = {"dtype": "float32", "gpu_memory_utilization": 0.3}
+EMBEDDED = "<embedded tiny checkpoint>"
+
+Listener = Callable[[str, str], None]
+
+
+class _StartProgress:
+    """A progress bar for engine start (tqdm: a widget in a notebook, text elsewhere)."""
+
+    def __init__(self, what: str) -> None:
+        from tqdm.auto import tqdm
+
+        self._bar = tqdm(total=2, desc=f"opening {what}", bar_format="{desc}: {n}/{total} [{elapsed}]")
+        self._done = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, daemon=True)
+        self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._done.wait(0.5):
+            self._bar.refresh()
+
+    def step(self, message: str) -> None:
+        self._bar.set_description_str(message, refresh=False)
+        self._bar.update(1)
+
+    def close(self, message: str) -> None:
+        self._bar.set_description_str(message, refresh=False)
+        self._bar.n = self._bar.total
+        self._done.set()
+        self._bar.close()
+
+
+class Session:
+    """One engine, its worker, and the requests of every widget that shares it."""
+
+    _sessions: dict = {}
+    _registry_lock = threading.Lock()
+
+    @classmethod
+    def open(cls, model: Any = None, *, progress: bool = True, **settings: Any) -> "Session":
+        """The session for ``model`` (a hub id or path; the embedded checkpoint by
+        default) and ``settings`` (vLLM engine arguments): opened once per kernel."""
+        key = (str(model) if model is not None else EMBEDDED, tuple(sorted(settings.items())))
+        with cls._registry_lock:
+            session = cls._sessions.get(key)
+            if session is None or session.closed:
+                session = cls._sessions[key] = cls(model, settings, progress)
+        return session
+
+    def __init__(self, model: Any, settings: dict, progress: bool = True) -> None:
+        self.model = model
+        self.settings = {**DEFAULT_SETTINGS, **settings}
+        self.closed = False
+        self.state, self.message = "starting", "starting the engine"
+        self._listeners: list[Listener] = []
+        self._progress = _StartProgress(str(model) if model else "the embedded tiny checkpoint") if progress else None
+        self.started_at = time.monotonic()
+        self.start_seconds: float | None = None
+        self._worker = EngineWorker(self._open_engine, self._status)
+
+    # -- engine (worker thread only) -------------------------------------------------
+
+    def _open_engine(self):
+        from ..engine.standardized import StandardizedVLLM
+
+        path = self.model
+        if path is None:
+            from ..checkpoints import checkpoint
+
+            path = checkpoint()
+        if self._progress is not None:
+            self._progress.step("starting the vLLM engine")
+        return StandardizedVLLM(path, **self.settings)
+
+    def _status(self, state: str, message: str) -> None:
+        self.state, self.message = state, message
+        if state == "ready" and self.start_seconds is None:
+            self.start_seconds = time.monotonic() - self.started_at
+            if self._progress is not None:
+                self._progress.close(f"engine ready in {self.start_seconds:.0f} s")
+                self._progress = None
+        elif state == "error" and self._progress is not None:
+            self._progress.close(message)
+            self._progress = None
+        for listener in list(self._listeners):
+            try:
+                listener(state, message)
+            except Exception:  # noqa: BLE001 - a widget's display error must not stop the engine
+                pass
+
+    # -- what widgets use -------------------------------------------------------------
+
+    def on_status(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(state, message)`` on every status change; returns an unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def wait(self, timeout: float | None = None) -> "Session":
+        """Block until the engine is open (re-raising a start failure)."""
+        self._worker.ready.result(timeout)
+        return self
+
+    @property
+    def ready(self) -> bool:
+        return self._worker.ready.done() and self._worker.ready.exception() is None
+
+    def request(self, key: str, fn: Callable[[Any], Any]) -> Future:
+        """Run ``fn(engine)`` on the worker; coalesced per ``key`` (newest wins)."""
+        return self._worker.submit(key, fn)
+
+    def prompt(self, text: str, key: str = "prompt") -> Future:
+        """One engine request for ``text``; resolves to a `PromptResult` for every panel."""
+        return self.request(key, lambda engine: probe(engine, text))
+
+    def tree(self, result=None) -> list[dict]:
+        """The module tree (plain dicts), with shapes for ``result``'s prompt if given."""
+        return build_tree(self._engine(), result)
+
+    def support(self) -> dict:
+        return self._engine().support()
+
+    def tokenizer(self):
+        return self._engine().tokenizer
+
+    def _engine(self):
+        # The client-side envoy tree and tokenizer only: reading them runs nothing.
+        return self._worker.ready.result()
+
+    @property
+    def engine_requests(self) -> int:
+        """How many requests reached the engine (coalesced ones never do)."""
+        return self._worker.served
+
+    @property
+    def engine_opens(self) -> int:
+        return self._worker.opened
+
+    def close(self) -> None:
+        self.closed = True
+        self._worker.close()
+        with self._registry_lock:
+            for key, session in list(self._sessions.items()):
+                if session is self:
+                    del self._sessions[key]

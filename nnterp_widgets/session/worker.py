@@ -1,0 +1,168 @@
+"""`EngineWorker`: the one thread that owns the engine and serves every request.
+
+Widgets never call the engine: they submit a request under a key (one per panel) and
+get a `Future`. Requests are coalesced per key (a newer request replaces one still
+waiting, whose future ends `Superseded`), served one at a time in the order their keys
+were first queued, and a failure ends only its own future. A dead engine process is
+reported and reopened before the next request.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections import OrderedDict
+from concurrent.futures import Future
+from typing import Any, Callable
+
+#: Distinct keys that may wait at once; past it `submit` refuses rather than grow.
+MAX_PENDING = 64
+
+
+class Superseded(Exception):
+    """A newer request under the same key replaced this one before it ran."""
+
+
+class Busy(RuntimeError):
+    """Too many distinct requests are waiting."""
+
+
+class EngineDied(RuntimeError):
+    """The engine's process died while serving this request; it is being reopened."""
+
+
+Status = Callable[[str, str], None]
+
+
+class EngineWorker:
+    """Owns one engine on one thread.
+
+    Args:
+        opener: Builds the engine; runs on the worker thread (so a notebook's kernel
+            stays responsive while vLLM starts).
+        on_status: ``on_status(state, message)`` with state one of ``"starting"``,
+            ``"ready"``, ``"busy"``, ``"idle"``, ``"error"``, ``"reopening"``.
+    """
+
+    def __init__(self, opener: Callable[[], Any], on_status: Status | None = None,
+                 max_pending: int = MAX_PENDING) -> None:
+        self._opener = opener
+        self._on_status = on_status or (lambda state, message: None)
+        self._max_pending = max_pending
+        self._pending: "OrderedDict[str, tuple[Callable, Future]]" = OrderedDict()
+        self._lock = threading.Condition()
+        self._closed = False
+        self.engine: Any = None
+        self.ready: Future = Future()
+        #: Requests that reached the engine (for coalescing tests and benchmarks).
+        self.served = 0
+        self.opened = 0
+        self._thread = threading.Thread(target=self._run, name="nnterp-widgets-engine", daemon=True)
+        self._thread.start()
+
+    # -- client side -------------------------------------------------------------
+
+    def submit(self, key: str, fn: Callable[[Any], Any]) -> Future:
+        """Queue ``fn(engine)`` under ``key``; a waiting request under ``key`` is superseded."""
+        future: Future = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this session is closed")
+            previous = self._pending.get(key)
+            if previous is None and len(self._pending) >= self._max_pending:
+                raise Busy(f"{len(self._pending)} requests are already waiting; try again shortly")
+            if previous is not None:
+                # Keeps its place in the queue; only the newest request runs.
+                self._pending[key] = (fn, future)
+                previous[1].set_exception(Superseded(f"a newer {key!r} request replaced this one"))
+            else:
+                self._pending[key] = (fn, future)
+            self._lock.notify()
+        return future
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for _, future in self._pending.values():
+                future.set_exception(RuntimeError("the session closed before this request ran"))
+            self._pending.clear()
+            self._lock.notify()
+        self._thread.join(timeout=60)
+        engine, self.engine = self.engine, None
+        if engine is not None:
+            engine.close()
+
+    # -- worker thread -------------------------------------------------------------
+
+    def _open(self) -> None:
+        self._on_status("starting", "starting the engine")
+        self.engine = self._opener()
+        self.opened += 1
+        self._on_status("ready", "engine ready")
+
+    def _run(self) -> None:
+        try:
+            self._open()
+            self.ready.set_result(self.engine)
+        except BaseException as error:  # noqa: BLE001 - reported, the thread ends
+            self._on_status("error", f"the engine failed to start: {error}")
+            self.ready.set_exception(error)
+            with self._lock:
+                self._closed = True
+                for _, future in self._pending.values():
+                    future.set_exception(error)
+                self._pending.clear()
+            return
+        while True:
+            with self._lock:
+                while not self._pending and not self._closed:
+                    self._lock.wait()
+                if self._closed:
+                    return
+                key, (fn, future) = self._pending.popitem(last=False)
+            if not future.set_running_or_notify_cancel():
+                continue
+            self._serve(key, fn, future)
+
+    def _serve(self, key: str, fn: Callable, future: Future) -> None:
+        if self.engine is None or not getattr(self.engine, "alive", True):
+            try:
+                self._reopen("the engine's process had died")
+            except BaseException as error:  # noqa: BLE001 - the next request tries again
+                self._on_status("error", f"the engine could not be reopened: {error}")
+                future.set_exception(error)
+                return
+        self._on_status("busy", f"running {key}")
+        try:
+            self.served += 1
+            result = fn(self.engine)
+        except BaseException as error:  # noqa: BLE001 - delivered to the one who asked
+            if not getattr(self.engine, "alive", True):
+                future.set_exception(EngineDied(
+                    f"the engine's process died while serving {key!r} ({type(error).__name__}); "
+                    "it is being reopened, and the next request will be served"))
+                try:
+                    self._reopen("the engine's process died")
+                except BaseException as reopen_error:  # noqa: BLE001
+                    self._on_status("error", f"the engine could not be reopened: {reopen_error}")
+                return
+            error.__notes__ = getattr(error, "__notes__", []) + [traceback.format_exc(limit=3)]
+            future.set_exception(error)
+            self._on_status("idle", "")
+            return
+        future.set_result(result)
+        self._on_status("idle", "")
+
+    def _reopen(self, why: str) -> None:
+        self._on_status("reopening", f"{why}; reopening it")
+        engine, self.engine = self.engine, None
+        try:
+            if engine is not None:
+                engine.close()
+        except Exception:  # noqa: BLE001 - it is already gone
+            pass
+        self._open()
