@@ -123,6 +123,10 @@ class Session:
         self._worker.ready.result(timeout)
         return self
 
+    def on_ready(self, callback: Callable[[Future], None]) -> None:
+        """Call ``callback(future)`` once the engine has opened (or failed to)."""
+        self._worker.ready.add_done_callback(callback)
+
     @property
     def ready(self) -> bool:
         return self._worker.ready.done() and self._worker.ready.exception() is None

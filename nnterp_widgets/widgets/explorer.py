@@ -1,0 +1,114 @@
+"""`Explorer`: a prompt box and the three panels, linked around one prompt.
+
+A prompt change is one engine request (the session's probe) whose result feeds the
+module tree, the attention view and the lens; selecting a token in any panel selects
+it in all of them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+import ipywidgets as widgets
+import traitlets
+
+from ..session import PromptResult, Session, Superseded
+from .attention import AttentionView
+from .lens import LogitLens
+from .tree import ModuleTree
+
+_ids = itertools.count()
+
+DEFAULT_PROMPT = "The Eiffel Tower is in"
+
+
+class Explorer(widgets.VBox):
+    """``Explorer(session=None, prompt="The Eiffel Tower is in")``."""
+
+    selected_token = traitlets.Int(-1)
+
+    def __init__(self, session: Session | None = None, prompt: str = DEFAULT_PROMPT, **kwargs: Any) -> None:
+        self.session = session if session is not None else Session.open()
+        self._key = f"explorer-{next(_ids)}"
+        self.result: PromptResult | None = None
+        self._landed_event = threading.Event()
+        self._last_error: BaseException | None = None
+        self.prompt_box = widgets.Text(value=prompt, description="prompt", continuous_update=False,
+                                       layout=widgets.Layout(width="70%"))
+        self.run_button = widgets.Button(description="run", tooltip="run the prompt (Enter)")
+        self.status_line = widgets.Label(value="")
+        self.tree = ModuleTree(self.session)
+        self.attention = AttentionView()
+        self.lens = LogitLens()
+        self.panels = (self.tree, self.attention, self.lens)
+        for panel in self.panels:
+            traitlets.link((self, "selected_token"), (panel, "selected_token"))
+        self.prompt_box.observe(lambda change: self.run(change["new"]), names="value")
+        self.run_button.on_click(lambda button: self.run(self.prompt_box.value))
+        super().__init__(
+            [
+                widgets.HBox([self.prompt_box, self.run_button]),
+                self.status_line,
+                self.tree,
+                widgets.HBox([self.attention, self.lens]),
+            ],
+            **kwargs,
+        )
+        self.session.on_status(self._on_session_status)
+        self.run(prompt)
+
+    def run(self, prompt: str) -> None:
+        """Ask for ``prompt``: one engine request, shown in every panel when it lands."""
+        self._landed_event.clear()
+        self._set_status("busy", "running…")
+        try:
+            future = self.session.prompt(prompt, key=self._key)
+        except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
+            self._fail(error)
+            return
+        future.add_done_callback(self._landed)
+
+    def wait(self, timeout: float | None = 300) -> PromptResult | None:
+        """Block until the newest request has landed (for scripts and executed notebooks)."""
+        if not self._landed_event.wait(timeout):
+            raise TimeoutError(f"no answer from the engine within {timeout} s")
+        if self._last_error is not None:
+            raise self._last_error
+        return self.result
+
+    def _landed(self, future) -> None:
+        error = future.exception()
+        if isinstance(error, Superseded):
+            return  # a newer prompt is on its way
+        if error is not None:
+            self._fail(error)
+            return
+        self._last_error = None
+        self.update(future.result())
+        self._landed_event.set()
+
+    def _fail(self, error: BaseException) -> None:
+        self._last_error = error
+        self._set_status("error", f"{type(error).__name__}: {error}")
+        self._landed_event.set()
+
+    def update(self, result: PromptResult) -> None:
+        self.result = result
+        if self.selected_token >= len(result.tokens):
+            self.selected_token = -1
+        for panel in self.panels:
+            panel.update(result)
+        self._set_status("idle", f"{len(result.tokens)} tokens · engine requests so far: {self.session.engine_requests}")
+
+    def _set_status(self, state: str, message: str) -> None:
+        prefix = {"error": "⚠ ", "busy": "… "}.get(state, "")
+        self.status_line.value = prefix + message
+        for panel in self.panels:
+            if hasattr(panel, "show_status") and state != "idle":
+                panel.show_status(state, message)
+
+    def _on_session_status(self, state: str, message: str) -> None:
+        if state in ("starting", "reopening", "error"):
+            self._set_status("error" if state == "error" else "busy", message)
