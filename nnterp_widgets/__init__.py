@@ -10,12 +10,21 @@ from typing import Any
 
 from .errors import Unavailable
 
-__all__ = ["StandardizedVLLM", "Unavailable"]
+__all__ = ["AttentionView", "Explorer", "LogitLens", "ModuleTree", "Session", "StandardizedVLLM", "Unavailable"]
+
+_LAZY = {
+    "StandardizedVLLM": "engine.standardized",
+    "Session": "session",
+    "Explorer": "widgets.explorer",
+    "ModuleTree": "widgets.tree",
+    "AttentionView": "widgets.attention",
+    "LogitLens": "widgets.lens",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "StandardizedVLLM":
-        from .engine.standardized import StandardizedVLLM
+    if name in _LAZY:
+        import importlib
 
-        return StandardizedVLLM
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'nnterp_widgets' has no attribute {name!r}")

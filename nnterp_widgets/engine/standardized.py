@@ -235,7 +235,9 @@ class StandardizedVLLM(VLLM):
         normed = self.norm(flat)
         if isinstance(normed, tuple):
             normed = normed[0]
-        logits = self.logits_processor(self.lm_head._module, normed)
+        head = self.lm_head._module
+        bias = head.bias if self._family.head_bias else None
+        logits = self.logits_processor(head, normed, bias)
         return logits.reshape(*leading, logits.shape[-1])
 
     def get_topk_closest_tokens(self, hidden: torch.Tensor, k: int = 10) -> torch.Tensor:

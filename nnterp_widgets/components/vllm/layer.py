@@ -28,6 +28,9 @@ class StandardEnvoy(Envoy):
 
     #: Standard name -> reason, for the values this component never serves.
     UNAVAILABLE: dict[str, str] = {}
+    #: A sibling module in the block whose output is this component's contribution to
+    #: the stream (a post-norm: Gemma-2's ``post_attention_layernorm``); ``None``: its own.
+    CONTRIBUTION: str | None = None
 
     def unavailable_reason(self, name: str) -> str | None:
         return self.UNAVAILABLE.get(name)
@@ -95,6 +98,13 @@ def _input(envoy: Envoy) -> str:
 
 def _output(envoy: Envoy) -> str:
     return f"{envoy.path}.output"
+
+
+def _contribution(envoy: Envoy) -> str:
+    """Where a block component's contribution to the stream is read."""
+    if envoy.CONTRIBUTION is None:
+        return f"{envoy.path}.output"
+    return f"{envoy.path.rsplit('.', 1)[0]}.{envoy.CONTRIBUTION}.output"
 
 
 class Layer(StandardEnvoy):

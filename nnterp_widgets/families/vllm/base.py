@@ -27,6 +27,13 @@ class Family:
     layer_cls: type[Layer] = FusedLayer
     attention_cls: type[Attention] = Attention
     mlp_cls: type = GatedMLP
+    #: Native path of the head whose weight the logits processor projects with.
+    lm_head: str = "lm_head"
+    #: Whether the head has a bias the logits processor adds (GPT-J, Phi).
+    head_bias: bool = False
+    #: Per-block class overrides, native path key -> class, tried before the general
+    #: ones (DeepSeek's first dense MLP among routed ones).
+    overrides: dict[str, type] = field(default_factory=dict)
     #: Extra ``rename`` entries (e.g. a module class -> "self_attn").
     extra_rename: Callable[[], dict] | None = None
     #: Reads a size the transformers config spells its own way.
@@ -39,19 +46,30 @@ class Family:
 
     def rename(self) -> dict:
         names = {self.embed: "embed_tokens", self.layers: "layers", self.norm: "norm"}
+        if self.lm_head != "lm_head":
+            names[self.lm_head] = "lm_head"
+        if self.attention != "self_attn" and self.extra_rename is None:
+            names[self.attention] = "self_attn"
+        if self.mlp != "mlp":
+            names[self.mlp] = "mlp"
         if self.extra_rename is not None:
             names.update(self.extra_rename())
         return names
 
     def envoys(self) -> dict:
         return {
+            **self.overrides,
             f"{self.layers}.*": self.layer_cls,
             f"{self.layers}.*.{self.attention}": self.attention_cls,
             f"{self.layers}.*.{self.mlp}": self.mlp_cls,
         }
 
     def unavailable(self) -> dict[str, str]:
-        """Block value name (``mlp.mlp_activation``) -> reason, for this family."""
+        """Block value name (``mlp.mlp_activation``) -> reason, for this family.
+
+        A value some block cannot serve is listed (a per-block override that serves
+        more, DeepSeek's dense first MLP, is shown per block in the module tree).
+        """
         found = {}
         for prefix, cls in (("", self.layer_cls), ("self_attn.", self.attention_cls), ("mlp.", self.mlp_cls)):
             for name, reason in cls.UNAVAILABLE.items():

@@ -1,0 +1,341 @@
+"""The pictures: pure functions from the panels' data to plotly figures.
+
+Nothing here knows about the engine or a widget's state; each function takes one of the
+data objects of :mod:`nnterp_widgets.session.panels` (and plain ints) and returns a
+``plotly.graph_objects.Figure``. The widgets (``attention.py``, ``lens.py``) copy these
+figures into ``FigureWidget`` s.
+
+Token text is data. Plotly renders a subset of HTML (``<b>``, ``<br>``, ``<a>``, entities)
+in tick labels, cell text and hover labels, and typesets ``$...$`` as TeX where MathJax is
+loaded, so every token string that reaches a figure goes through :func:`escape_token`
+first, and token text is only ever put in data arrays (``ticktext``, ``text``,
+``customdata``), never into a ``hovertemplate`` / ``texttemplate`` string.
+
+Repeated tokens stay apart: the axes are numeric (position ``i`` is at ``i``) and token
+text is only the tick *label* (``tickvals`` = positions, ``ticktext`` = text), so two
+identical tokens are two different rows and columns.
+
+Sizes: the heatmaps' ``z`` are float32 numpy arrays, which plotly 7 serialises as base64
+typed arrays (4 bytes a cell, plus a third for base64). Hover text for the attention
+heatmap is per cell ``customdata`` up to :data:`HOVER_TEXT_MAX_TOKENS` tokens; past that
+``n²`` strings would be tens of MB, so the heatmap's own (hidden) axes carry every
+position's text as ``ticktext`` and the hover's ``%{x}`` / ``%{y}`` show it (plotly
+labels a hover value with the tick text of an ``array`` tick at that value), while a
+second pair of overlaid axes draws the sparse visible tick labels.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import unicodedata
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..session.panels import AttentionPanel, LensPanel
+
+__all__ = [
+    "COLORSCALE",
+    "HIGHLIGHT",
+    "HOVER_TEXT_MAX_TOKENS",
+    "MAX_TICK_LABELS",
+    "attention_figure",
+    "escape_token",
+    "head_grid_figure",
+    "lens_figure",
+    "lens_hover",
+    "mean_pool",
+    "selection_shapes",
+    "tick_positions",
+]
+
+#: Sequential, perceptually uniform, readable for colour-blind viewers; dark purple (0)
+#: to yellow (1) reads the same on a light or a dark page (the figure paints its own
+#: background).
+COLORSCALE = "Viridis"
+#: Outline of the selected token's row / column: stands out on every Viridis colour.
+HIGHLIGHT = "#ff2d78"
+#: At most this many tick labels on a token axis; past it every n-th position is labelled
+#: (the hover still names every position).
+MAX_TICK_LABELS = 64
+#: Up to this many tokens the attention hover text is per-cell ``customdata``.
+HOVER_TEXT_MAX_TOKENS = 256
+
+_VISIBLE = {" ": "␣", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_token(text: str) -> str:
+    """A token's text as a plotly label: whitespace made visible, then HTML-escaped.
+
+    * ``""`` becomes ``"∅"`` (an empty label would be invisible);
+    * every space becomes ``"␣"`` (so ``" the"`` and ``"the"`` differ at a glance, and a
+      run of spaces has a width); ``\\n``, ``\\r``, ``\\t`` become the two characters
+      backslash + letter (plotly would otherwise turn a newline into a line break);
+      other control / format characters (category ``Cc``, ``Cf``: NUL, zero-width
+      joiners, ...) become ``\\u{XXXX}``;
+    * then ``html.escape`` (``<``, ``>``, ``&``, quotes), so plotly shows markup-like text
+      literally, and ``$`` becomes ``&#36;`` so MathJax never typesets a label.
+
+    The result is for plotly only: plotly decodes the entities when it draws.
+    """
+    if text == "":
+        return "∅"
+    shown = []
+    for char in text:
+        if char in _VISIBLE:
+            shown.append(_VISIBLE[char])
+        elif unicodedata.category(char) in ("Cc", "Cf"):
+            shown.append(f"\\u{{{ord(char):04X}}}")
+        else:
+            shown.append(char)
+    return html.escape("".join(shown), quote=True).replace("$", "&#36;")
+
+
+def tick_positions(count: int, max_labels: int = MAX_TICK_LABELS) -> list[int]:
+    """Positions that get a tick label: all of them, or every n-th so at most ``max_labels``."""
+    step = max(1, math.ceil(count / max_labels)) if count else 1
+    return list(range(0, count, step))
+
+
+def _token_axis(labels: Sequence[str], **extra) -> dict:
+    vals = tick_positions(len(labels))
+    return dict(
+        tickmode="array",
+        tickvals=vals,
+        ticktext=[labels[i] for i in vals],
+        showgrid=False,
+        zeroline=False,
+        **extra,
+    )
+
+
+def selection_shapes(count: int, selected: int, *, row: bool, column: bool, rows: int | None = None) -> list[dict]:
+    """Outline rectangles around row and/or column ``selected`` of a ``rows × count`` grid.
+
+    ``rows`` defaults to ``count`` (a square attention map). ``selected < 0``: no shapes.
+    """
+    if selected < 0:
+        return []
+    if selected >= count:
+        raise IndexError(f"selected token {selected} is out of range: the prompt has positions 0..{count - 1}")
+    rows = count if rows is None else rows
+    line = dict(color=HIGHLIGHT, width=2)
+    shapes = []
+    if row:
+        shapes.append(
+            dict(type="rect", name="selected row", xref="x", yref="y", layer="above", line=line,
+                 fillcolor="rgba(0,0,0,0)", x0=-0.5, x1=count - 0.5, y0=selected - 0.5, y1=selected + 0.5)
+        )
+    if column:
+        shapes.append(
+            dict(type="rect", name="selected column", xref="x", yref="y", layer="above", line=line,
+                 fillcolor="rgba(0,0,0,0)", x0=selected - 0.5, x1=selected + 0.5, y0=-0.5, y1=rows - 0.5)
+        )
+    return shapes
+
+
+def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1) -> go.Figure:
+    """Heatmap of one head's pattern: query rows (query 0 on top) × key columns.
+
+    Hover names the query token, the key token (with their positions) and the weight.
+    Up to :data:`HOVER_TEXT_MAX_TOKENS` tokens the texts are ``customdata[q][k] =
+    [query text, key text]`` (escaped) and the weight is ``z``; past it see the module
+    docstring. ``selected_token >= 0`` outlines that query row and key column.
+    """
+    z = np.ascontiguousarray(panel.head(head), dtype=np.float32)
+    count = len(panel.tokens)
+    if z.shape != (count, count):
+        raise ValueError(f"head {head} of layers[{panel.layer}] is {z.shape}, expected ({count}, {count}) for {count} tokens")
+    labels = [escape_token(text) for text in panel.tokens.texts]
+    positions = np.arange(count, dtype=np.int32)
+    heatmap = dict(
+        z=z,
+        x=positions,
+        y=positions,
+        zmin=0.0,
+        zmax=1.0,
+        colorscale=COLORSCALE,
+        colorbar=dict(title=dict(text="weight"), thickness=12),
+        name=f"head {head}",
+    )
+    layout = dict(
+        title=dict(text=f"layers[{panel.layer}] head {head}"),
+        uirevision=f"attention:{count}",
+        shapes=selection_shapes(count, selected_token, row=True, column=True),
+        height=600,
+        margin=dict(l=90, r=20, t=50, b=90),
+        hovermode="closest",
+    )
+    traces: list = []
+    if count <= HOVER_TEXT_MAX_TOKENS:
+        customdata = np.empty((count, count, 2), dtype=object)
+        customdata[:, :, 0] = np.array(labels, dtype=object)[:, None]
+        customdata[:, :, 1] = np.array(labels, dtype=object)[None, :]
+        heatmap.update(
+            customdata=customdata,
+            hovertemplate=(
+                "query %{y:d}: %{customdata[0]}<br>key %{x:d}: %{customdata[1]}"
+                "<br>weight %{z:.4f}<extra></extra>"
+            ),
+        )
+        layout.update(
+            xaxis=_token_axis(labels, title=dict(text="key")),
+            yaxis=_token_axis(labels, title=dict(text="query"), autorange="reversed"),
+        )
+        traces.append(go.Heatmap(**heatmap))
+    else:
+        # Hidden axes: a tick (and so a hover label) at every position; no drawn labels.
+        full = dict(tickmode="array", tickvals=positions, ticktext=labels, showticklabels=False,
+                    ticks="", showgrid=False, zeroline=False)
+        heatmap.update(
+            hovertemplate="query %{y:d}: %{y}<br>key %{x:d}: %{x}<br>weight %{z:.4f}<extra></extra>"
+        )
+        layout.update(
+            xaxis=dict(full),
+            yaxis=dict(full, autorange="reversed"),
+            xaxis2=_token_axis(labels, overlaying="x", matches="x", anchor="y", side="bottom", title=dict(text="key")),
+            yaxis2=_token_axis(labels, overlaying="y", matches="y", anchor="x", side="left", title=dict(text="query")),
+        )
+        traces.append(go.Heatmap(**heatmap))
+        # plotly draws an axis only when a trace uses it: an empty, hover-less trace.
+        traces.append(go.Scatter(x=[], y=[], xaxis="x2", yaxis="y2", hoverinfo="skip", showlegend=False,
+                                 name="tick labels"))
+    return go.Figure(data=traces, layout=layout)
+
+
+def mean_pool(matrix: np.ndarray, max_side: int) -> np.ndarray:
+    """Mean over blocks so that neither side exceeds ``max_side``; float32.
+
+    Blocks are ``ceil(side / max_side)`` wide; the last block of a side may be narrower
+    and is averaged over what it holds.
+    """
+    if max_side < 1:
+        raise ValueError(f"max_side must be >= 1, got {max_side}")
+    matrix = np.asarray(matrix)
+    rows, cols = matrix.shape
+    block_r = max(1, math.ceil(rows / max_side))
+    block_c = max(1, math.ceil(cols / max_side))
+    if block_r == 1 and block_c == 1:
+        return np.ascontiguousarray(matrix, dtype=np.float32)
+    starts_r = np.arange(0, rows, block_r)
+    starts_c = np.arange(0, cols, block_c)
+    sums = np.add.reduceat(np.add.reduceat(matrix.astype(np.float64), starts_r, axis=0), starts_c, axis=1)
+    sizes_r = np.diff(np.append(starts_r, rows))
+    sizes_c = np.diff(np.append(starts_c, cols))
+    return (sums / np.outer(sizes_r, sizes_c)).astype(np.float32)
+
+
+def head_grid_figure(panel: AttentionPanel, max_side: int = 64) -> go.Figure:
+    """Small multiples: one heatmap per head of ``panel``'s layer, 4 to a row.
+
+    Each is :func:`mean_pool` ed to at most ``max_side × max_side``; one colour scale
+    (0..1) for all; hover shows only the head and the (pooled) weight. Trace ``h`` is
+    head ``h``.
+    """
+    heads = panel.num_heads
+    cols = max(1, min(4, heads))
+    rows = max(1, math.ceil(heads / cols))
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=[f"head {h}" for h in range(heads)],
+        horizontal_spacing=0.03,
+        vertical_spacing=min(0.08, 0.5 / rows),
+    )
+    for h in range(heads):
+        fig.add_trace(
+            go.Heatmap(
+                z=mean_pool(panel.head(h), max_side),
+                coloraxis="coloraxis",
+                name=f"head {h}",
+                hovertemplate=f"head {h}<br>weight %{{z:.3f}}<extra></extra>",
+            ),
+            row=h // cols + 1,
+            col=h % cols + 1,
+        )
+    fig.update_xaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False)
+    fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed")
+    fig.update_layout(
+        title=dict(text=f"layers[{panel.layer}]: all heads (click one)"),
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0.0, cmax=1.0, colorbar=dict(thickness=12)),
+        height=170 * rows + 80,
+        margin=dict(l=20, r=20, t=70, b=20),
+        uirevision=f"grid:{len(panel.tokens)}",
+    )
+    return fig
+
+
+def _float32_value(value) -> float:
+    """A float32 as the shortest Python float that reads back as the same float32."""
+    return float(str(np.float32(value)))
+
+
+def lens_hover(panel: LensPanel, layer: int, position: int) -> list[tuple[str, float]]:
+    """The top-k at (``layer``, ``position``): ``[(token text, probability)]``, best first.
+
+    The text is the panel's raw text (the figure escapes it with :func:`escape_token`).
+    """
+    if not 0 <= layer < panel.num_layers:
+        raise IndexError(f"layer {layer} is out of range: the lens has layers 0..{panel.num_layers - 1}")
+    positions = panel.top_ids.shape[1]
+    if not 0 <= position < positions:
+        raise IndexError(f"position {position} is out of range: the prompt has positions 0..{positions - 1}")
+    texts = panel.top_texts[layer][position]
+    probs = panel.top_probs[layer, position]
+    return [(texts[i], _float32_value(probs[i])) for i in range(len(texts))]
+
+
+def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
+    """Logit lens: layers (rows, ``layers[0]`` on top, last layer at the bottom) × positions.
+
+    Each cell is coloured by its top-1 probability (0..1) and labelled with the top-1
+    token (escaped, ``text`` + ``texttemplate``). Hover: ``customdata[l][p] = [layer
+    label, position's token, top-k texts..., top-k probabilities...]``. ``selected_token
+    >= 0`` outlines that position's column.
+    """
+    layers, count, k = panel.top_probs.shape
+    if len(panel.tokens) != count:
+        raise ValueError(f"the lens has {count} positions but the prompt has {len(panel.tokens)} tokens")
+    z = np.ascontiguousarray(panel.top1_probs(), dtype=np.float32)
+    labels = [escape_token(text) for text in panel.tokens.texts]
+    layer_labels = [escape_token(label) for label in panel.layer_labels]
+    text = [[escape_token(cell) for cell in row] for row in panel.top1_texts()]
+    customdata = np.empty((layers, count, 2 + 2 * k), dtype=object)
+    for layer in range(layers):
+        for position in range(count):
+            top = lens_hover(panel, layer, position)
+            customdata[layer, position] = (
+                [layer_labels[layer], labels[position]]
+                + [escape_token(t) for t, _ in top]
+                + [p for _, p in top]
+            )
+    lines = "".join(f"<br>%{{customdata[{2 + i}]}}  %{{customdata[{2 + k + i}]:.3f}}" for i in range(k))
+    heatmap = go.Heatmap(
+        z=z,
+        x=np.arange(count, dtype=np.int32),
+        y=np.arange(layers, dtype=np.int32),
+        zmin=0.0,
+        zmax=1.0,
+        colorscale=COLORSCALE,
+        colorbar=dict(title=dict(text="top-1 p"), thickness=12),
+        text=text,
+        texttemplate="%{text}",
+        customdata=customdata,
+        hovertemplate="%{customdata[0]}, position %{x:d}: %{customdata[1]}" + lines + "<extra></extra>",
+        name="logit lens",
+    )
+    layout = dict(
+        title=dict(text="logit lens: top-1 token per layer and position"),
+        xaxis=_token_axis(labels, title=dict(text="position")),
+        yaxis=dict(tickmode="array", tickvals=list(range(layers)), ticktext=layer_labels,
+                   autorange="reversed", showgrid=False, zeroline=False),
+        shapes=selection_shapes(count, selected_token, row=False, column=True, rows=layers),
+        uirevision=f"lens:{count}:{layers}",
+        height=max(260, 26 * layers + 150),
+        margin=dict(l=90, r=20, t=50, b=90),
+        hovermode="closest",
+    )
+    return go.Figure(data=[heatmap], layout=layout)
