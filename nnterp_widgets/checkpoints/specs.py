@@ -93,7 +93,8 @@ _DEEPSEEK = dict(
 SPECS.update(
     {
         "mistral": TinySpec(
-            "mistral", dict(_LLAMA_SHAPE, head_dim=32, sliding_window=None, tie_word_embeddings=False)
+            "mistral",
+            dict(_LLAMA_SHAPE, head_dim=32, sliding_window=None, tie_word_embeddings=False),
         ),
         "qwen3": TinySpec("qwen3", dict(_LLAMA_SHAPE, head_dim=32, tie_word_embeddings=True)),
         "gemma": TinySpec("gemma", dict(_LLAMA_SHAPE, head_dim=32, tie_word_embeddings=True)),

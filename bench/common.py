@@ -1,0 +1,49 @@
+"""Shared helpers for the benchmarks: a tiny engine, timing, RSS."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Callable
+
+ENGINE_KWARGS = dict(dtype="float32", gpu_memory_utilization=0.3)
+
+
+def median_seconds(fn: Callable[[], object], repeat: int = 20, warmup: int = 3) -> float:
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def rss_bytes(pid: int | None = None) -> int:
+    import psutil
+
+    return psutil.Process(pid or os.getpid()).memory_info().rss
+
+
+def tree_rss_bytes(pid: int | None = None) -> int:
+    """RSS of a process and all its children (vLLM runs its engine in child processes)."""
+    import psutil
+
+    process = psutil.Process(pid or os.getpid())
+    total = process.memory_info().rss
+    for child in process.children(recursive=True):
+        try:
+            total += child.memory_info().rss
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def report(title: str, rows: list[tuple[str, str]]) -> str:
+    width = max(len(name) for name, _ in rows)
+    lines = [f"## {title}", ""] + [f"    {name.ljust(width)}  {value}" for name, value in rows]
+    text = "\n".join(lines)
+    print(text, flush=True)
+    return text
