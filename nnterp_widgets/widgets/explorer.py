@@ -106,8 +106,8 @@ class Explorer(widgets.VBox):
         prefix = {"error": "⚠ ", "busy": "… "}.get(state, "")
         self.status_line.value = prefix + message
         for panel in self.panels:
-            if hasattr(panel, "show_status") and state != "idle":
-                panel.show_status(state, message)
+            # A panel's line shows the explorer's busy/error state and clears with it.
+            panel.set_status(state, message if state != "idle" else "")
 
     def _on_session_status(self, state: str, message: str) -> None:
         if state in ("starting", "reopening", "error"):

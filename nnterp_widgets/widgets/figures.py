@@ -38,6 +38,7 @@ from plotly.subplots import make_subplots
 from ..session.panels import AttentionPanel, LensPanel
 
 __all__ = [
+    "CELL_TEXT_CHARS",
     "COLORSCALE",
     "HIGHLIGHT",
     "HOVER_TEXT_MAX_TOKENS",
@@ -61,13 +62,15 @@ HIGHLIGHT = "#ff2d78"
 #: At most this many tick labels on a token axis; past it every n-th position is labelled
 #: (the hover still names every position).
 MAX_TICK_LABELS = 64
+#: A lens cell's label shows at most this many characters (the hover has the whole text).
+CELL_TEXT_CHARS = 8
 #: Up to this many tokens the attention hover text is per-cell ``customdata``.
 HOVER_TEXT_MAX_TOKENS = 256
 
 _VISIBLE = {" ": "␣", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def escape_token(text: str) -> str:
+def escape_token(text: str, max_chars: int | None = None) -> str:
     """A token's text as a plotly label: whitespace made visible, then HTML-escaped.
 
     * ``""`` becomes ``"∅"`` (an empty label would be invisible);
@@ -79,7 +82,9 @@ def escape_token(text: str) -> str:
     * then ``html.escape`` (``<``, ``>``, ``&``, quotes), so plotly shows markup-like text
       literally, and ``$`` becomes ``&#36;`` so MathJax never typesets a label.
 
-    The result is for plotly only: plotly decodes the entities when it draws.
+    ``max_chars``: cut the visible text to that many characters, the last one "…"
+    (before escaping, so no entity is cut). The result is for plotly only: plotly
+    decodes the entities when it draws.
     """
     if text == "":
         return "∅"
@@ -91,7 +96,10 @@ def escape_token(text: str) -> str:
             shown.append(f"\\u{{{ord(char):04X}}}")
         else:
             shown.append(char)
-    return html.escape("".join(shown), quote=True).replace("$", "&#36;")
+    visible = "".join(shown)
+    if max_chars is not None and len(visible) > max_chars:
+        visible = visible[: max(0, max_chars - 1)] + "…"
+    return html.escape(visible, quote=True).replace("$", "&#36;")
 
 
 def tick_positions(count: int, max_labels: int = MAX_TICK_LABELS) -> list[int]:
@@ -269,8 +277,28 @@ def head_grid_figure(panel: AttentionPanel, max_side: int = 64) -> go.Figure:
 
 
 def _float32_value(value) -> float:
-    """A float32 as the shortest Python float that reads back as the same float32."""
+    """A float32 as the shortest Python float that reads back as the same float32.
+
+    (``float(np.float32(1/3))`` is ``0.3333333432674408``: 18 bytes of JSON for 8 digits.)
+    """
     return float(str(np.float32(value)))
+
+
+def _float32_values(array: np.ndarray) -> np.ndarray:
+    """:func:`_float32_value` over an array: an object array of Python floats."""
+    shortest = np.asarray(array, dtype=np.float32).astype(str)
+    return np.frompyfunc(float, 1, 1)(shortest)
+
+
+def _cached_escape():
+    cache: dict[str, str] = {}
+
+    def escape(text: str) -> str:
+        if text not in cache:
+            cache[text] = escape_token(text)
+        return cache[text]
+
+    return escape
 
 
 def lens_hover(panel: LensPanel, layer: int, position: int) -> list[tuple[str, float]]:
@@ -292,7 +320,8 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
     """Logit lens: layers (rows, ``layers[0]`` on top, last layer at the bottom) × positions.
 
     Each cell is coloured by its top-1 probability (0..1) and labelled with the top-1
-    token (escaped, ``text`` + ``texttemplate``). Hover: ``customdata[l][p] = [layer
+    token (escaped and cut to :data:`CELL_TEXT_CHARS`, ``text`` + ``texttemplate``; the
+    labels are drawn for up to :data:`MAX_TICK_LABELS` positions). Hover: ``customdata[l][p] = [layer
     label, position's token, top-k texts..., top-k probabilities...]``. ``selected_token
     >= 0`` outlines that position's column.
     """
@@ -302,16 +331,17 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
     z = np.ascontiguousarray(panel.top1_probs(), dtype=np.float32)
     labels = [escape_token(text) for text in panel.tokens.texts]
     layer_labels = [escape_token(label) for label in panel.layer_labels]
-    text = [[escape_token(cell) for cell in row] for row in panel.top1_texts()]
+    # The cells' labels, cut to CELL_TEXT_CHARS; drawn up to MAX_TICK_LABELS positions (past
+    # that a cell is a few pixels wide and the hover is the way to read it).
+    text = [[escape_token(cell, CELL_TEXT_CHARS) for cell in row] for row in panel.top1_texts()]
+    escape = np.frompyfunc(_cached_escape(), 1, 1)
     customdata = np.empty((layers, count, 2 + 2 * k), dtype=object)
-    for layer in range(layers):
-        for position in range(count):
-            top = lens_hover(panel, layer, position)
-            customdata[layer, position] = (
-                [layer_labels[layer], labels[position]]
-                + [escape_token(t) for t, _ in top]
-                + [p for _, p in top]
-            )
+    customdata[:, :, 0] = np.array(layer_labels, dtype=object)[:, None]
+    customdata[:, :, 1] = np.array(labels, dtype=object)[None, :]
+    top_texts = np.empty((layers, count, k), dtype=object)
+    top_texts[...] = [[list(cell) for cell in row] for row in panel.top_texts]
+    customdata[:, :, 2 : 2 + k] = escape(top_texts)
+    customdata[:, :, 2 + k :] = _float32_values(panel.top_probs)
     lines = "".join(f"<br>%{{customdata[{2 + i}]}}  %{{customdata[{2 + k + i}]:.3f}}" for i in range(k))
     heatmap = go.Heatmap(
         z=z,
@@ -322,7 +352,8 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
         colorscale=COLORSCALE,
         colorbar=dict(title=dict(text="top-1 p"), thickness=12),
         text=text,
-        texttemplate="%{text}",
+        texttemplate="%{text}" if count <= MAX_TICK_LABELS else "",
+        textfont=dict(size=10),
         customdata=customdata,
         hovertemplate="%{customdata[0]}, position %{x:d}: %{customdata[1]}" + lines + "<extra></extra>",
         name="logit lens",
@@ -334,7 +365,7 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
                    autorange="reversed", showgrid=False, zeroline=False),
         shapes=selection_shapes(count, selected_token, row=False, column=True, rows=layers),
         uirevision=f"lens:{count}:{layers}",
-        height=max(260, 26 * layers + 150),
+        height=max(300, 34 * layers + 200),
         margin=dict(l=90, r=20, t=50, b=90),
         hovermode="closest",
     )

@@ -48,14 +48,14 @@ class ModuleTree(anywidget.AnyWidget):
 
     def _on_ready(self, future) -> None:
         if future.exception() is not None:
-            self.show_status("error", f"the engine failed to start: {future.exception()}")
+            self.set_status("error", f"the engine failed to start: {future.exception()}")
         elif self.result is None:
             self.tree = self.session.tree()
-            self.show_status("idle", "")
+            self.set_status("idle", "")
 
     def run(self, prompt: str) -> None:
         """Ask the session for ``prompt`` (one engine request) and show it when it lands."""
-        self.show_status("busy", "running the prompt")
+        self.set_status("busy", "running the prompt")
         self.session.prompt(prompt, key=self._key).add_done_callback(self._landed)
 
     def _landed(self, future) -> None:
@@ -65,7 +65,7 @@ class ModuleTree(anywidget.AnyWidget):
         if isinstance(error, Superseded):
             return
         if error is not None:
-            self.show_status("error", str(error))
+            self.set_status("error", str(error))
             return
         self.update(future.result())
 
@@ -80,7 +80,7 @@ class ModuleTree(anywidget.AnyWidget):
             self._send_preview()
             self.status = {"state": "idle", "message": ""}
 
-    def show_status(self, state: str, message: str) -> None:
+    def set_status(self, state: str, message: str) -> None:
         self.status = {"state": "error" if state == "error" else ("busy" if state in ("busy", "starting", "reopening") else "idle"),
                        "message": message}
 

@@ -1,0 +1,290 @@
+"""AttentionView: one layer's attention pattern, one head large and all heads small.
+
+State and rendering only: the view is given :class:`~nnterp_widgets.session.panels.PromptResult`
+objects (``update``) and draws them with :mod:`.figures`; it never asks the engine for
+anything. Only the chosen layer's pattern goes to the browser: the chosen head at full
+resolution, and every head of that layer mean-pooled for the grid.
+
+Traits for the explorer to link (plain traitlets, Python side): ``layer``, ``head``,
+``selected_token`` (query position, ``-1`` for none) and ``status``
+(``{"state": "idle" | "busy" | "error", "message": str}``). ``layer`` / ``head`` always
+name what is shown: an out-of-range value is refused by the traits' validators (the
+trait keeps its value, so nothing changes and the figure is left as it was) and the
+message line says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from functools import partial
+
+import ipywidgets
+import plotly.graph_objects as go
+import traitlets
+
+from ..session.panels import AttentionPanel, PromptResult
+from .figures import attention_figure, head_grid_figure, selection_shapes
+
+__all__ = ["AttentionView", "show_figure", "status_text"]
+
+STATES = ("idle", "busy", "error")
+
+
+def status_text(status: dict) -> str:
+    """The status line for a ``{"state", "message"}`` dict (plain text)."""
+    state = status.get("state", "idle")
+    message = status.get("message", "") or ""
+    if state == "busy":
+        return f"busy… {message}".rstrip()
+    if state == "error":
+        return f"error: {message}" if message else "error"
+    return message
+
+
+def show_figure(widget: go.FigureWidget, fig: go.Figure) -> bool:
+    """Make ``widget`` show ``fig``; returns True when its traces had to be replaced.
+
+    When the traces are the same kinds as before they are updated in place (so click
+    callbacks stay registered and the browser keeps its zoom, helped by ``uirevision``);
+    properties the new figure lacks are unset. Otherwise the traces are replaced and the
+    caller registers its callbacks again.
+    """
+    replaced = [t.type for t in widget.data] != [t.type for t in fig.data]
+    with widget.batch_update():
+        if replaced:
+            widget.data = ()
+            widget.add_traces(list(fig.data))
+            widget.layout = fig.layout
+        else:
+            for old, new in zip(widget.data, fig.data):
+                props = new.to_plotly_json()
+                props.pop("type", None)
+                for key in old.to_plotly_json():
+                    if key not in props and key not in ("type", "uid"):
+                        props[key] = None
+                old.update(props)
+            layout = fig.layout.to_plotly_json()
+            layout.pop("template", None)  # the same default template every time
+            for key in widget.layout.to_plotly_json():
+                if key not in layout and key != "template":
+                    layout[key] = None
+            widget.layout.update(layout)
+    return replaced
+
+
+def _clicked(points, axis: str) -> int | None:
+    """The clicked cell's position on ``axis`` ("x" or "y"), or None if no point of this trace."""
+    inds = list(getattr(points, "point_inds", None) or [])
+    if not inds:
+        return None
+    values = list(getattr(points, "xs" if axis == "x" else "ys", None) or [])
+    if values and values[0] is not None:
+        return int(round(float(values[0])))
+    first = inds[0]  # heatmaps report [row, column]
+    if isinstance(first, (list, tuple)):
+        return int(first[1] if axis == "x" else first[0])
+    return None
+
+
+class AttentionView(ipywidgets.VBox):
+    """A layer / head picker, the chosen head's heatmap and a grid of all heads."""
+
+    layer = traitlets.Int(0)
+    head = traitlets.Int(0)
+    selected_token = traitlets.Int(-1)
+    status = traitlets.Dict({"state": "idle", "message": ""})
+
+    def __init__(self, result: PromptResult | None = None, layer: int = 0, head: int = 0, **kwargs):
+        self._result: PromptResult | None = None
+        self._panel: AttentionPanel | None = None
+        self._holding = False
+        self.layer_input = ipywidgets.IntText(value=layer, description="layer", layout=ipywidgets.Layout(width="150px"))
+        self.head_input = ipywidgets.IntText(value=head, description="head", layout=ipywidgets.Layout(width="150px"))
+        self.range_label = ipywidgets.Label("")
+        self.message = ipywidgets.Label("")
+        self.status_label = ipywidgets.Label("")
+        self.figure = go.FigureWidget()
+        self.grid = go.FigureWidget()
+        super().__init__(
+            children=[
+                ipywidgets.HBox([self.layer_input, self.head_input, self.range_label]),
+                self.message,
+                self.status_label,
+                self.figure,
+                self.grid,
+            ],
+            **kwargs,
+        )
+        with self._hold():
+            self.layer, self.head = layer, head
+        self.layer_input.observe(partial(self._on_input, "layer"), "value")
+        self.head_input.observe(partial(self._on_input, "head"), "value")
+        self.observe(self._on_view_change, ["layer", "head"])
+        self.observe(self._on_selected, "selected_token")
+        self.observe(self._on_status, "status")
+        if result is not None:
+            self.update(result)
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def result(self) -> PromptResult | None:
+        return self._result
+
+    @property
+    def panel(self) -> AttentionPanel | None:
+        """The panel on screen (the chosen layer's), or None."""
+        return self._panel
+
+    @property
+    def layers(self) -> list[int]:
+        """The layers this prompt has a pattern for."""
+        return sorted(self._result.patterns) if self._result is not None else []
+
+    def set_status(self, state: str, message: str = "") -> None:
+        """Show the session's state: ``"busy"`` (a request is running), ``"error"`` or ``"idle"``."""
+        if state not in STATES:
+            raise ValueError(f"status state must be one of {STATES}, got {state!r}")
+        self.status = {"state": state, "message": message}
+
+    def update(self, result: PromptResult) -> None:
+        """Show a new prompt, keeping layer / head / selection where still valid, else clamping."""
+        notes = []
+        layers = sorted(result.patterns)
+        layer, head, selected = self.layer, self.head, self.selected_token
+        count = len(result.tokens)
+        self._result = result
+        if selected >= count:
+            notes.append(f"selected token {selected} is past this {count}-token prompt; selected {count - 1}")
+            selected = count - 1
+        if not layers:
+            self._panel = None
+            show_figure(self.figure, go.Figure(layout=dict(title=dict(text="no attention pattern"))))
+            show_figure(self.grid, go.Figure())
+            self.range_label.value = ""
+            notes.insert(0, "this prompt has no attention pattern (the model family records none)")
+        else:
+            if layer not in result.patterns:
+                new = min(layers, key=lambda known: (abs(known - layer), known))
+                notes.append(f"layer {layer} is not in this prompt (layers {layers[0]}..{layers[-1]}); showing layers[{new}]")
+                layer = new
+            heads = int(result.patterns[layer].shape[0])
+            if not 0 <= head < heads:
+                new = min(max(head, 0), heads - 1)
+                notes.append(f"head {head} is out of range (layers[{layer}] has heads 0..{heads - 1}); showing head {new}")
+                head = new
+        with self._hold():
+            self.layer, self.head, self.selected_token = layer, head, selected
+        self._sync_inputs()
+        if layers:
+            self._render(new_prompt=True)
+        self.message.value = "; ".join(notes)
+
+    # ------------------------------------------------------------------ checks
+
+    @contextlib.contextmanager
+    def _hold(self):
+        """Set traits without validation or re-rendering (``update`` has checked them)."""
+        held, self._holding = self._holding, True
+        try:
+            yield
+        finally:
+            self._holding = held
+
+    def _refuse(self, problem: str, kept):
+        if self._panel is not None:
+            problem += f"; still showing layers[{self.layer}] head {self.head}"
+        self.message.value = problem
+        self._sync_inputs()
+        return kept
+
+    @traitlets.validate("layer")
+    def _valid_layer(self, proposal):
+        value = proposal["value"]
+        if self._holding or self._result is None:
+            return value  # no prompt yet: remembered, checked by the next update()
+        layers = self.layers
+        if value not in self._result.patterns:
+            span = f"layers {layers[0]}..{layers[-1]}" if layers else "no attention pattern"
+            return self._refuse(f"layer {value} is out of range: this prompt has {span}", self.layer)
+        return value
+
+    @traitlets.validate("head")
+    def _valid_head(self, proposal):
+        value = proposal["value"]
+        if self._holding or self._panel is None:
+            return value
+        heads = self._panel.num_heads
+        if not 0 <= value < heads:
+            return self._refuse(f"head {value} is out of range: layers[{self.layer}] has heads 0..{heads - 1}", self.head)
+        return value
+
+    @traitlets.validate("selected_token")
+    def _valid_selected(self, proposal):
+        value = proposal["value"]
+        if self._holding or self._result is None:
+            return value
+        count = len(self._result.tokens)
+        if not -1 <= value < count:
+            self.message.value = f"token {value} is out of range: positions 0..{count - 1}, or -1 for none"
+            return self.selected_token
+        return value
+
+    # ------------------------------------------------------------------ rendering
+
+    def _sync_inputs(self) -> None:
+        self.layer_input.value = self.layer
+        self.head_input.value = self.head
+
+    def _render(self, *, new_prompt: bool = False) -> None:
+        assert self._result is not None
+        layer = self.layer
+        layer_changed = new_prompt or self._panel is None or self._panel.layer != layer
+        if layer_changed:
+            self._panel = self._result.attention(layer)
+            if self.head >= self._panel.num_heads:  # layers with fewer heads
+                with self._hold():
+                    self.head = self._panel.num_heads - 1
+                self._sync_inputs()
+                self.message.value = f"layers[{layer}] has heads 0..{self._panel.num_heads - 1}; showing head {self.head}"
+        panel = self._panel
+        if show_figure(self.figure, attention_figure(panel, self.head, self.selected_token)):
+            self.figure.data[0].on_click(self._on_main_click)
+        if layer_changed:
+            show_figure(self.grid, head_grid_figure(panel))
+            for index, trace in enumerate(self.grid.data):  # each trace is one head
+                trace.on_click(partial(self._on_grid_click, index))
+        layers = self.layers
+        self.range_label.value = f"layers {layers[0]}..{layers[-1]} · heads 0..{panel.num_heads - 1}"
+
+    # ------------------------------------------------------------------ events
+
+    def _on_input(self, name: str, change) -> None:
+        setattr(self, name, change["new"])  # validated: a refused value puts the box back
+
+    def _on_view_change(self, change) -> None:
+        self._sync_inputs()
+        if self._holding or self._result is None or not self._result.patterns:
+            return
+        self.message.value = ""
+        self._render()
+
+    def _on_selected(self, change) -> None:
+        if self._holding or self._panel is None:
+            return
+        count = len(self._panel.tokens)
+        self.figure.layout.shapes = selection_shapes(count, change["new"], row=True, column=True)
+
+    def _on_status(self, change) -> None:
+        self.status_label.value = status_text(change["new"])
+
+    def _on_main_click(self, trace, points, state=None) -> None:
+        """Click on the head's heatmap: select that query token (the row)."""
+        query = _clicked(points, "y")
+        if query is not None:
+            self.selected_token = query
+
+    def _on_grid_click(self, head: int, trace, points, state=None) -> None:
+        """Click on the grid: show that head (each trace is one head)."""
+        if getattr(points, "point_inds", None):
+            self.head = head

@@ -1,0 +1,464 @@
+"""The pictures (widgets/figures.py) and the two views (AttentionView, LogitLens).
+
+No engine here: the ``PromptResult`` s and panels are built by hand with numpy. These
+tests check the picture — that each figure shows exactly the panel's numbers, keeps
+repeated tokens apart, never lets token text become markup, stays small — and the
+views' state (layer / head / selection, messages, clicks). That the panels' numbers are
+the model's is tested against the engine elsewhere.
+
+The last test opens the figures in headless Chromium (plotly.js as bundled with the
+plotly package) to check what the hover and tick labels really show; it is skipped
+when /usr/bin/chromium or playwright is missing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+from plotly.callbacks import Points
+
+from nnterp_widgets.session.panels import LensPanel, PromptResult, Tokens
+from nnterp_widgets.widgets.attention import AttentionView
+from nnterp_widgets.widgets.figures import (
+    CELL_TEXT_CHARS,
+    HOVER_TEXT_MAX_TOKENS,
+    MAX_TICK_LABELS,
+    attention_figure,
+    escape_token,
+    head_grid_figure,
+    lens_figure,
+    lens_hover,
+    mean_pool,
+)
+from nnterp_widgets.widgets.lens import LogitLens
+
+XSS = "<img src=x onerror=alert(1)>"
+XSS_SHOWN = "&lt;img␣src=x␣onerror=alert(1)&gt;"
+TEXTS = ["<s>", " the", XSS, " cat", "\n", "", "$x$", " the"]  # " the" at 1 and 7
+
+
+def make_result(texts=TEXTS, *, layers=3, heads=4, k=3, seed=0, lens_texts=None) -> PromptResult:
+    """A PromptResult with causal row-stochastic patterns and a made-up lens."""
+    rng = np.random.default_rng(seed)
+    n = len(texts)
+    patterns = {}
+    for layer in range(layers):
+        a = rng.random((heads, n, n)).astype(np.float32) * np.tril(np.ones((n, n), np.float32))
+        patterns[layer] = (a / a.sum(-1, keepdims=True)).astype(np.float32)
+    probs = (np.sort(rng.random((layers, n, k)), -1)[..., ::-1] / k).astype(np.float32)
+    ids = rng.integers(0, 50, (layers, n, k))
+    vocab = lens_texts or [f"v{i}" for i in range(50)]
+    top_texts = tuple(
+        tuple(tuple(vocab[ids[l, p, j] % len(vocab)] for j in range(k)) for p in range(n)) for l in range(layers)
+    )
+    tokens = Tokens(tuple(range(n)), tuple(texts))
+    lens = LensPanel(tokens, ids, probs, top_texts, ids[-1, -1], probs[-1, -1])
+    return PromptResult("".join(texts), tokens, lens, patterns)
+
+
+def all_strings(fig: go.Figure) -> list[str]:
+    """Every string (keys too) of the figure's JSON, decoded (to_json escapes '<' as \\u003c)."""
+    out = []
+
+    def walk(node):
+        if isinstance(node, str):
+            out.append(node)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                out.append(key)
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(json.loads(fig.to_json()))
+    return out
+
+
+def assert_no_markup(fig: go.Figure) -> None:
+    strings = all_strings(fig)
+    assert not [s for s in strings if "<img" in s]
+    assert not [s for s in strings if "onerror=alert" in s and "&lt;" not in s]
+    assert any(XSS_SHOWN in s for s in strings)
+
+
+def fake_click(x, y):
+    return Points(point_inds=[[y, x]], xs=[x], ys=[y], trace_name="", trace_index=0)
+
+
+NO_CLICK = Points(point_inds=[], xs=[], ys=[], trace_name="", trace_index=0)
+
+
+# ------------------------------------------------------------------------ escape_token
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("the", "the"),
+        (" the", "␣the"),
+        ("  ", "␣␣"),
+        ("\n", "\\n"),
+        ("a\tb\r", "a\\tb\\r"),
+        ("", "∅"),
+        (XSS, XSS_SHOWN),
+        ("<b>&amp;</b>", "&lt;b&gt;&amp;amp;&lt;/b&gt;"),
+        ('"q\'', "&quot;q&#x27;"),
+        ("$x^2$", "&#36;x^2&#36;"),
+        ("\u200b\x00", "\\u{200B}\\u{0000}"),
+        ("Ġ日本", "Ġ日本"),
+    ],
+)
+def test_escape_token(text, shown):
+    assert escape_token(text) == shown
+
+
+def test_escape_token_cut():
+    assert escape_token(XSS, 8) == "&lt;img␣sr…"
+    assert escape_token("<&>", 2) == "&lt;…"
+    assert escape_token(" cat", 8) == "␣cat"
+
+
+# ------------------------------------------------------------------------ attention
+
+
+def test_attention_heatmap_is_the_head_exactly():
+    result = make_result()
+    panel = result.attention(1)
+    fig = attention_figure(panel, 2)
+    z = fig.data[0].z
+    assert z.dtype == np.float32
+    assert np.array_equal(z, panel.head(2))
+    assert fig.layout.title.text == "layers[1] head 2"
+    assert fig.layout.yaxis.autorange == "reversed"  # query 0 on top
+    assert fig.data[0].zmin == 0 and fig.data[0].zmax == 1
+    assert fig.layout.uirevision  # zoom survives updates
+    # z goes out as a base64 float32 typed array, not as text numbers
+    z_json = json.loads(fig.to_json())["data"][0]["z"]
+    assert z_json["dtype"] == "f4" and "bdata" in z_json
+
+
+def test_attention_head_out_of_range_raises():
+    panel = make_result().attention(0)
+    with pytest.raises(IndexError, match="head 4 is out of range"):
+        attention_figure(panel, 4)
+
+
+def test_repeated_tokens_are_distinct_rows_and_columns():
+    fig = attention_figure(make_result().attention(0), 0)
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        vals, text = list(axis.tickvals), list(axis.ticktext)
+        assert vals == list(range(len(TEXTS)))
+        assert text[1] == text[7] == "␣the"  # same label ...
+        assert len(set(vals)) == len(vals)  # ... two positions
+    assert list(fig.data[0].x) == list(fig.data[0].y) == list(range(len(TEXTS)))
+
+
+def test_attention_hover_customdata_holds_texts_and_z_the_weight():
+    panel = make_result().attention(2)
+    fig = attention_figure(panel, 1)
+    trace = fig.data[0]
+    labels = [escape_token(t) for t in TEXTS]
+    for q in range(len(TEXTS)):
+        for k in range(len(TEXTS)):
+            assert list(trace.customdata[q][k]) == [labels[q], labels[k]]
+            assert trace.z[q][k] == panel.head(1)[q, k]
+    template = trace.hovertemplate
+    assert "%{customdata[0]}" in template and "%{customdata[1]}" in template and "%{z" in template
+    for text in TEXTS[1:]:  # token text never inside the template
+        if text:
+            assert escape_token(text) not in template and text not in template
+
+
+def test_no_token_markup_anywhere_in_the_json():
+    result = make_result(lens_texts=["a", XSS, "b"])
+    assert_no_markup(attention_figure(result.attention(0), 0, selected_token=2))
+    assert_no_markup(lens_figure(result.lens, selected_token=2))
+    long_texts = [f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 10)]
+    long_texts[0] = XSS
+    assert_no_markup(attention_figure(make_result(long_texts, layers=1, heads=1).attention(0), 0))
+    grid_strings = all_strings(head_grid_figure(result.attention(0)))
+    assert not [s for s in grid_strings if "<img" in s or XSS_SHOWN in s]  # the grid shows no token text
+
+
+def test_selected_token_highlights_row_and_column():
+    panel = make_result().attention(0)
+    assert attention_figure(panel, 0).layout.shapes == ()
+    fig = attention_figure(panel, 0, selected_token=3)
+    shapes = {s.name: s for s in fig.layout.shapes}
+    assert set(shapes) == {"selected row", "selected column"}
+    row, col = shapes["selected row"], shapes["selected column"]
+    assert (row.y0, row.y1, row.x0, row.x1) == (2.5, 3.5, -0.5, len(TEXTS) - 0.5)
+    assert (col.x0, col.x1, col.y0, col.y1) == (2.5, 3.5, -0.5, len(TEXTS) - 0.5)
+    with pytest.raises(IndexError):
+        attention_figure(panel, 0, selected_token=len(TEXTS))
+
+
+def test_long_prompt_sparse_ticks_full_hover_and_size_bound():
+    n = 1024
+    texts = [f"w{i % 50}" for i in range(n)]
+    panel = make_result(texts, layers=1, heads=1).attention(0)
+    fig = attention_figure(panel, 0, selected_token=700)
+    assert np.array_equal(fig.data[0].z, panel.head(0))
+    # visible labels: at most MAX_TICK_LABELS, every n-th, distinct positions
+    for axis in (fig.layout.xaxis2, fig.layout.yaxis2):
+        vals = list(axis.tickvals)
+        assert 1 < len(vals) <= MAX_TICK_LABELS and len(set(vals)) == len(vals)
+        assert list(axis.ticktext) == [escape_token(texts[i]) for i in vals]
+    # hover: the heatmap's own (hidden) axes label every position
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        assert list(axis.tickvals) == list(range(n)) and list(axis.ticktext) == texts
+        assert axis.showticklabels is False
+    assert fig.data[0].customdata is None
+    assert "%{x}" in fig.data[0].hovertemplate and "%{y}" in fig.data[0].hovertemplate
+    size = len(fig.to_json())
+    assert size < 10_000_000, size  # 4 MiB of float32 as base64 plus labels: ~5.8 MB
+
+
+def test_middle_prompt_keeps_customdata_with_sparse_ticks():
+    n = HOVER_TEXT_MAX_TOKENS
+    texts = [f"w{i}" for i in range(n)]
+    fig = attention_figure(make_result(texts, layers=1, heads=1).attention(0), 0)
+    assert len(fig.data) == 1 and len(fig.layout.xaxis.tickvals) <= MAX_TICK_LABELS
+    assert list(fig.data[0].customdata[n - 1][3]) == [f"w{n - 1}", "w3"]
+
+
+# ------------------------------------------------------------------------ head grid
+
+
+def test_head_grid_one_trace_per_head_bounded_by_max_side():
+    panel = make_result([f"t{i}" for i in range(100)], layers=1, heads=6).attention(0)
+    fig = head_grid_figure(panel, max_side=16)
+    assert len(fig.data) == 6
+    assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(6)]
+    for h, trace in enumerate(fig.data):
+        z = np.asarray(trace.z)
+        assert z.dtype == np.float32 and z.shape[0] <= 16 and z.shape[1] <= 16 and z.size <= 16**2
+        assert np.allclose(z, mean_pool(panel.head(h), 16))
+        assert trace.coloraxis == "coloraxis"
+        assert trace.hovertemplate == f"head {h}<br>weight %{{z:.3f}}<extra></extra>"
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
+    small = head_grid_figure(make_result().attention(0))  # short prompt: full resolution
+    assert np.array_equal(small.data[0].z, make_result().attention(0).head(0))
+
+
+def test_mean_pool():
+    a = np.arange(10 * 7, dtype=np.float32).reshape(10, 7)
+    pooled = mean_pool(a, 4)  # blocks of 3 rows x 2 cols; last blocks narrower
+    assert pooled.shape == (4, 4)
+    assert pooled[0, 0] == a[0:3, 0:2].mean()
+    assert pooled[3, 3] == a[9:10, 6:7].mean()
+    assert np.isclose(pooled[1, 2], a[3:6, 4:6].mean())
+    assert mean_pool(a, 64).shape == (10, 7)
+
+
+# ------------------------------------------------------------------------ lens
+
+
+def test_lens_cells_are_top1_and_hover_is_topk():
+    result = make_result(lens_texts=["a", " b", XSS, "\n"], k=4)
+    lens = result.lens
+    fig = lens_figure(lens)
+    trace = fig.data[0]
+    assert np.array_equal(trace.z, lens.top1_probs()) and trace.z.dtype == np.float32
+    assert [list(row) for row in trace.text] == [
+        [escape_token(t, CELL_TEXT_CHARS) for t in row] for row in lens.top1_texts()]
+    assert trace.texttemplate == "%{text}"
+    assert list(fig.layout.yaxis.ticktext) == lens.layer_labels  # layers[0] first, on top
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert list(fig.layout.xaxis.tickvals) == list(range(len(TEXTS)))
+    for layer in range(lens.num_layers):
+        for position in range(len(TEXTS)):
+            top = lens_hover(lens, layer, position)
+            assert [t for t, _ in top] == list(lens.top_texts[layer][position])
+            assert [np.float32(p) for _, p in top] == list(lens.top_probs[layer, position])  # exact
+            cell = list(trace.customdata[layer][position])
+            assert cell == [lens.layer_labels[layer], escape_token(TEXTS[position])] + [
+                escape_token(t) for t, _ in top] + [p for _, p in top]
+    assert "img" not in trace.hovertemplate and "cat" not in trace.hovertemplate  # no token text in it
+
+
+def test_lens_selected_column():
+    lens = make_result().lens
+    assert lens_figure(lens).layout.shapes == ()
+    (shape,) = lens_figure(lens, selected_token=5).layout.shapes
+    assert (shape.x0, shape.x1, shape.y0, shape.y1) == (4.5, 5.5, -0.5, lens.num_layers - 0.5)
+
+
+# ------------------------------------------------------------------------ AttentionView
+
+
+def test_attention_view_layer_and_head_update_the_figure():
+    result = make_result()
+    view = AttentionView(result, layer=1, head=2)
+    assert np.array_equal(view.figure.data[0].z, result.patterns[1][2])
+    assert len(view.grid.data) == 4
+    assert np.array_equal(view.grid.data[3].z, result.patterns[1][3])
+    view.head = 3
+    assert np.array_equal(view.figure.data[0].z, result.patterns[1][3])
+    assert view.figure.layout.title.text == "layers[1] head 3" and view.head_input.value == 3
+    view.layer_input.value = 2  # the text box drives the trait
+    assert view.layer == 2 and view.panel.layer == 2
+    assert np.array_equal(view.figure.data[0].z, result.patterns[2][3])
+    assert np.array_equal(view.grid.data[0].z, result.patterns[2][0])
+    assert view.message.value == ""
+
+
+@pytest.mark.parametrize("name, bad", [("layer", 7), ("layer", -1), ("head", 4), ("head", -2)])
+def test_attention_view_out_of_range_keeps_the_view(name, bad):
+    result = make_result()
+    view = AttentionView(result, layer=1, head=2)
+    before = np.array(view.figure.data[0].z)
+    box = view.layer_input if name == "layer" else view.head_input
+    box.value = bad
+    assert (view.layer, view.head) == (1, 2) and box.value == (1 if name == "layer" else 2)
+    assert f"{name} {bad} is out of range" in view.message.value and "still showing layers[1] head 2" in view.message.value
+    assert np.array_equal(view.figure.data[0].z, before)
+    setattr(view, name, bad)  # the trait itself (as a link would set it)
+    assert (view.layer, view.head) == (1, 2) and np.array_equal(view.figure.data[0].z, before)
+
+
+def test_attention_view_clicks():
+    result = make_result()
+    view = AttentionView(result)
+    view.figure.data[0]._dispatch_on_click(fake_click(x=1, y=4), None)  # the registered callback
+    assert view.selected_token == 4
+    assert {s.name for s in view.figure.layout.shapes} == {"selected row", "selected column"}
+    assert view.figure.layout.shapes[0].y0 == 3.5
+    view.figure.data[0]._dispatch_on_click(NO_CLICK, None)
+    assert view.selected_token == 4
+    for index, trace in enumerate(view.grid.data):  # plotly calls every trace; only one has points
+        trace._dispatch_on_click(fake_click(0, 0) if index == 2 else NO_CLICK, None)
+    assert view.head == 2 and view.figure.layout.title.text == "layers[0] head 2"
+    view._on_main_click(None, fake_click(x=0, y=6))
+    assert view.selected_token == 6 and view.figure.layout.shapes[0].y0 == 5.5
+    view.selected_token = 99
+    assert view.selected_token == 6 and "token 99 is out of range" in view.message.value
+
+
+def test_attention_view_update_clamps():
+    view = AttentionView(make_result(), layer=2, head=3)
+    view.selected_token = 6
+    shorter = make_result(["a", "b", "a"], layers=2, heads=2, seed=1)
+    view.update(shorter)
+    assert (view.layer, view.head, view.selected_token) == (1, 1, 2)
+    assert "layer 2 is not in this prompt" in view.message.value
+    assert "head 3 is out of range" in view.message.value and "selected 2" in view.message.value
+    assert np.array_equal(view.figure.data[0].z, shorter.patterns[1][1])
+    assert len(view.grid.data) == 2 and view.layer_input.value == 1
+    view.update(make_result(seed=2))  # still valid: kept, no message
+    assert (view.layer, view.head, view.selected_token) == (1, 1, 2) and view.message.value == ""
+    # a long prompt changes the figure's traces; clicks still reach the view
+    long = make_result([f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 1)], layers=2, heads=2)
+    view.update(long)
+    assert len(view.figure.data) == 2 and np.array_equal(view.figure.data[0].z, long.patterns[1][1])
+    view.figure.data[0]._dispatch_on_click(fake_click(x=3, y=200), None)
+    assert view.selected_token == 200
+    view.update(make_result())
+    assert len(view.figure.data) == 1 and view.figure.data[0].customdata is not None
+    assert view.selected_token == len(TEXTS) - 1
+
+
+def test_attention_view_without_result_and_without_patterns():
+    view = AttentionView(layer=5, head=1)
+    assert view.layer == 5 and len(view.figure.data) == 0
+    view.set_status("busy", "running the prompt")
+    assert view.status_label.value == "busy… running the prompt"
+    result = make_result()
+    view.update(result)
+    assert view.layer == 2 and "layer 5 is not in this prompt" in view.message.value
+    view.set_status("error", "engine died")
+    assert view.status_label.value == "error: engine died"
+    none = PromptResult(result.prompt, result.tokens, result.lens, {})
+    view.update(none)
+    assert "no attention pattern" in view.message.value
+    with pytest.raises(ValueError):
+        view.set_status("weird")
+
+
+# ------------------------------------------------------------------------ LogitLens
+
+
+def test_logit_lens_view():
+    result = make_result()
+    view = LogitLens(result)
+    assert np.array_equal(view.figure.data[0].z, result.lens.top1_probs())
+    view.figure.data[0]._dispatch_on_click(fake_click(x=5, y=1), None)
+    assert view.selected_token == 5
+    (shape,) = view.figure.layout.shapes
+    assert shape.x0 == 4.5
+    view.selected_token = 8
+    assert view.selected_token == 5 and "token 8 is out of range" in view.message.value
+    shorter = make_result(["x", "y"], seed=3)
+    view.update(shorter)
+    assert view.selected_token == 1 and "selected 1" in view.message.value
+    assert np.array_equal(view.figure.data[0].z, shorter.lens.top1_probs())
+    assert view.figure.layout.shapes[0].x0 == 0.5
+    view.set_status("busy")
+    assert view.status_label.value == "busy…"
+
+
+# ------------------------------------------------------------------------ in a browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def test_figures_in_chromium(tmp_path):
+    """What plotly.js really draws: hover and tick text, escaped markup shown as text."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    short = make_result(lens_texts=[XSS, "b"])
+    long_texts = [f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 44)]
+    long_texts[5] = XSS
+    pages = {
+        "short": attention_figure(short.attention(0), 1, selected_token=2),
+        "long": attention_figure(make_result(long_texts, layers=1, heads=1).attention(0), 0),
+        "lens": lens_figure(short.lens),
+    }
+    for name, fig in pages.items():
+        fig.write_html(tmp_path / f"{name}.html", include_plotlyjs=True, full_html=True, div_id="g")
+
+    def hover(page, x, y):
+        page.evaluate(f"Plotly.Fx.hover('g', {{xval: {x}, yval: {y}}})")
+        page.wait_for_timeout(100)
+        return page.evaluate("Array.from(document.querySelectorAll('.hovertext')).map(e => e.textContent)")
+
+    def ticks(page, cls):
+        return page.evaluate(f"Array.from(document.querySelectorAll('.{cls} text')).map(e => e.textContent)")
+
+    dialogs = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--headless", "--disable-gpu"])
+        try:
+            page = browser.new_page(viewport=dict(width=900, height=800))
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            for name in pages:
+                page.goto((tmp_path / f"{name}.html").as_uri())
+                page.wait_for_function("document.querySelector('#g .hoverlayer') !== null")
+                assert page.evaluate("document.querySelectorAll('img').length") == 0
+                if name == "short":
+                    (text,) = hover(page, 1, 2)
+                    assert text.startswith(f"query 2: {XSS.replace(' ', '␣')}key 1: ␣the")  # <br> joins lines
+                    assert "weight " in text
+                    assert ticks(page, "xtick")[2] == XSS.replace(" ", "␣")
+                    assert ticks(page, "ytick")[6] == "$x$" and ticks(page, "xtick")[5] == "∅"
+                elif name == "long":
+                    (text,) = hover(page, 5, 290)
+                    assert text.startswith(f"query 290: t290key 5: {XSS.replace(' ', '␣')}")
+                    shown = ticks(page, "x2tick")
+                    assert 1 < len(shown) <= MAX_TICK_LABELS and shown[1] == XSS.replace(" ", "␣") and shown[2] == "t10"
+                    assert ticks(page, "xtick") == []  # the full-label axes draw no labels
+                else:
+                    (text,) = hover(page, 3, 1)
+                    top = lens_hover(short.lens, 1, 3)
+                    assert text.startswith(f"layers[1], position 3: ␣cat{top[0][0].replace(' ', '␣')}")
+                    cells = page.evaluate("Array.from(document.querySelectorAll('.heatmaplayer text')).map(e => e.textContent)")
+                    assert "<img␣sr…" in cells
+        finally:
+            browser.close()
+    assert dialogs == []
