@@ -1,0 +1,132 @@
+"""The widgets on a real session (engine on the tiny checkpoint), Python side.
+
+What a panel shows is checked against the session's engine values; a prompt change is
+one engine request feeding every panel; selection is linked; bad input shows a message
+in the widget and the engine keeps serving; token text stays text.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import ENGINE_KWARGS
+from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree
+from nnterp_widgets.checkpoints import checkpoint
+from nnterp_widgets.session import Session
+from nnterp_widgets.widgets.figures import lens_hover
+from reference import reference_attention
+
+PROMPT = "The Eiffel Tower is in"
+MARKUP = "Paris <img src=x onerror=alert(1)> is"
+
+
+@pytest.fixture(scope="module")
+def session():
+    settings = {k: v for k, v in ENGINE_KWARGS.items() if k != "max_model_len"}
+    opened = Session.open(checkpoint("qwen2"), progress=False, max_model_len=64, **settings)
+    opened.wait()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture()
+def explorer(session):
+    view = Explorer(session, prompt=PROMPT)
+    view.wait(120)
+    return view
+
+
+def test_one_request_feeds_every_panel(session, explorer):
+    before = session.engine_requests
+    explorer.prompt_box.value = "The Colosseum is in Rome"
+    result = explorer.wait(120)
+    assert session.engine_requests - before == 1
+    tokens = list(result.tokens.texts)
+    assert explorer.tree.prompt_tokens == tokens
+    assert explorer.attention.result is result and explorer.lens.result is result
+    heatmap = explorer.attention.figure.data[0]
+    np.testing.assert_allclose(np.asarray(heatmap.z, dtype=np.float32), result.patterns[0][0])
+    lens = explorer.lens.figure.data[0]
+    np.testing.assert_allclose(np.asarray(lens.z, dtype=np.float32), result.lens.top1_probs())
+
+
+def test_attention_view_shows_the_engines_pattern(session, explorer):
+    expected = reference_attention(str(checkpoint("qwen2")), "qwen2", PROMPT)
+    view = explorer.attention
+    view.layer, view.head = 1, 2
+    z = np.asarray(view.figure.data[0].z, dtype=np.float32)
+    np.testing.assert_allclose(z, expected[("attention_probabilities", 1)][0, 2].numpy(), atol=1e-5)
+    view.layer = 9  # out of range: refused with a message, the view stays
+    assert view.layer == 1 and "9" in view.message.value
+    np.testing.assert_array_equal(np.asarray(view.figure.data[0].z, dtype=np.float32), z)
+
+
+def test_lens_last_row_is_the_models_prediction(explorer):
+    result = explorer.result
+    last = result.lens.num_layers - 1
+    hover = lens_hover(result.lens, last, len(result.tokens) - 1)
+    tokenizer = explorer.session.tokenizer()
+    assert [text for text, _ in hover] == [tokenizer.decode([int(i)]) for i in result.lens.model_top_ids]
+    np.testing.assert_allclose([p for _, p in hover], result.lens.model_top_probs, atol=1e-6)
+
+
+def test_selecting_a_token_selects_it_everywhere(explorer):
+    explorer.tree.selected_token = 3  # as a click on a chip does
+    assert explorer.attention.selected_token == 3
+    assert explorer.lens.selected_token == 3
+    explorer.lens.selected_token = 1
+    assert explorer.tree.selected_token == 1 == explorer.selected_token
+
+
+def test_tree_preview_is_the_engines_value(explorer):
+    result = explorer.result
+    value_id = "model.model.layers.1.layer_output"
+    explorer.tree.selected = value_id
+    preview = explorer.tree.preview
+    summary = result.values[value_id]
+    assert preview["shape"] == list(summary.shape)
+    data = np.frombuffer(explorer.tree.preview_data, dtype="<f4").reshape(len(preview["rows"]), preview["cols"])
+    np.testing.assert_array_equal(data, summary.preview)
+    assert preview["rows"] == list(result.tokens.texts)
+
+
+def test_bad_input_shows_in_the_widget_and_the_engine_keeps_serving(session, explorer):
+    explorer.prompt_box.value = ""
+    with pytest.raises(Exception, match="empty"):
+        explorer.wait(60)
+    assert "empty" in explorer.status_line.value
+    assert explorer.tree.status["state"] == "error"
+    explorer.prompt_box.value = "Paris " * 80
+    with pytest.raises(Exception, match="max_model_len"):
+        explorer.wait(60)
+    assert "max_model_len" in explorer.status_line.value
+    explorer.prompt_box.value = PROMPT
+    assert explorer.wait(120).tokens.texts[0] == "The"
+    assert explorer.tree.status["state"] == "idle"
+    assert explorer.attention.status["state"] == "idle"
+
+
+def test_markup_in_a_prompt_stays_text(explorer):
+    explorer.prompt_box.value = MARKUP
+    result = explorer.wait(120)
+    assert "".join(explorer.tree.prompt_tokens) == MARKUP  # raw text: the JS sets textContent
+    for figure in (explorer.attention.figure, explorer.attention.grid, explorer.lens.figure):
+        assert "<img" not in figure.to_json()
+    assert "<img" not in json.dumps(explorer.tree.tree)
+    assert any("<" in text for text in result.tokens.texts)
+
+
+def test_standalone_panels_share_the_session(session):
+    opens = session.engine_opens
+    tree = ModuleTree(session, prompt=PROMPT)
+    lens = LogitLens()
+    view = AttentionView()
+    result = session.prompt(PROMPT, key="standalone").result(120)
+    lens.update(result)
+    view.update(result)
+    assert session.engine_opens == opens
+    assert lens.figure.data and view.figure.data
+    assert tree.session is session
