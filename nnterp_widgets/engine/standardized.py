@@ -118,7 +118,7 @@ class StandardizedVLLM(VLLM):
             name_or_path,
             dispatch=dispatch,
             rename=family.rename(),
-            envoys={**parallel_envoys(), **family.envoys()},
+            envoys={**parallel_envoys(), **family.envoys(config)},
             dtype=dtype,
             gpu_memory_utilization=gpu_memory_utilization,
             **vllm_kwargs,
@@ -137,18 +137,25 @@ class StandardizedVLLM(VLLM):
         entry = self.__dict__.get("vllm_entrypoint")
         return None if entry is None else entry.llm_engine.model_config.max_model_len
 
+    def _engine_processes(self) -> list | None:
+        entry = self.__dict__.get("vllm_entrypoint")
+        if entry is None:
+            return []
+        manager = getattr(entry.llm_engine.engine_core, "resources", None)
+        return getattr(getattr(manager, "engine_manager", None), "processes", None)
+
+    @property
+    def engine_pids(self) -> list[int]:
+        """Process ids of vLLM's engine core(s) (empty for an in-process engine)."""
+        return [proc.pid for proc in self._engine_processes() or []]
+
     @property
     def alive(self) -> bool:
         """Whether the engine's core process is still there to serve a request."""
-        entry = self.__dict__.get("vllm_entrypoint")
-        if entry is None:
+        if self.__dict__.get("vllm_entrypoint") is None:
             return False
-        core = entry.llm_engine.engine_core
-        manager = getattr(core, "resources", None)
-        procs = getattr(getattr(manager, "engine_manager", None), "processes", None)
-        if procs is None:
-            return True
-        return all(proc.is_alive() for proc in procs)
+        processes = self._engine_processes()
+        return processes is None or all(proc.is_alive() for proc in processes)
 
     def _load_meta(self, repo_id: str, **kwargs: Any):
         with platform.meta_build():
@@ -182,13 +189,13 @@ class StandardizedVLLM(VLLM):
     input_ids = StandardValue(
         "input_ids",
         _embed_in,
-        lambda model, raw: batched(first_arg(raw)),
+        lambda model, raw: batched(first_arg(raw), features=0),
         read_only=INPUTS_FIXED.format(name="input_ids"),
     )
     input_size = StandardValue(
         "input_size",
         _embed_in,
-        lambda model, raw: torch.Size([1, first_arg(raw).shape[0]]),
+        lambda model, raw: torch.Size([1, first_arg(raw).numel()]),
         read_only=INPUTS_FIXED.format(name="input_size"),
     )
     logits = StandardValue(
@@ -236,7 +243,7 @@ class StandardizedVLLM(VLLM):
         if isinstance(normed, tuple):
             normed = normed[0]
         head = self.lm_head._module
-        bias = head.bias if self._family.head_bias else None
+        bias = getattr(head, "bias", None) if self._family.head_bias else None
         logits = self.logits_processor(head, normed, bias)
         return logits.reshape(*leading, logits.shape[-1])
 

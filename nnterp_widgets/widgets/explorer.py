@@ -34,6 +34,8 @@ class Explorer(widgets.VBox):
         self._key = f"explorer-{next(_ids)}"
         self.result: PromptResult | None = None
         self._landed_event = threading.Event()
+        self._latest = 0  # the newest run; an older one that lands late is dropped
+        self._lock = threading.Lock()
         self._last_error: BaseException | None = None
         self.prompt_box = widgets.Text(value=prompt, description="prompt", continuous_update=False,
                                        layout=widgets.Layout(width="70%"))
@@ -61,14 +63,17 @@ class Explorer(widgets.VBox):
 
     def run(self, prompt: str) -> None:
         """Ask for ``prompt``: one engine request, shown in every panel when it lands."""
-        self._landed_event.clear()
+        with self._lock:
+            self._landed_event.clear()
+            self._latest += 1
+            run = self._latest
         self._set_status("busy", "running…")
         try:
             future = self.session.prompt(prompt, key=self._key)
         except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
-            self._fail(error)
+            self._fail(run, error)
             return
-        future.add_done_callback(self._landed)
+        future.add_done_callback(lambda done: self._landed(run, done))
 
     def wait(self, timeout: float | None = 300) -> PromptResult | None:
         """Block until the newest request has landed (for scripts and executed notebooks)."""
@@ -78,21 +83,27 @@ class Explorer(widgets.VBox):
             raise self._last_error
         return self.result
 
-    def _landed(self, future) -> None:
+    def _landed(self, run: int, future) -> None:
+        # Runs on the session's worker thread, racing `run` on the kernel's: a result
+        # counts as landed only if no newer run started while it was being shown.
         error = future.exception()
-        if isinstance(error, Superseded):
+        if isinstance(error, Superseded) or run != self._latest:
             return  # a newer prompt is on its way
         if error is not None:
-            self._fail(error)
+            self._fail(run, error)
             return
-        self._last_error = None
         self.update(future.result())
-        self._landed_event.set()
+        with self._lock:
+            if run == self._latest:
+                self._last_error = None
+                self._landed_event.set()
 
-    def _fail(self, error: BaseException) -> None:
-        self._last_error = error
+    def _fail(self, run: int, error: BaseException) -> None:
         self._set_status("error", f"{type(error).__name__}: {error}")
-        self._landed_event.set()
+        with self._lock:
+            if run == self._latest:
+                self._last_error = error
+                self._landed_event.set()
 
     def update(self, result: PromptResult) -> None:
         self.result = result
@@ -112,3 +123,17 @@ class Explorer(widgets.VBox):
     def _on_session_status(self, state: str, message: str) -> None:
         if state in ("starting", "reopening", "error"):
             self._set_status("error" if state == "error" else "busy", message)
+
+    def to_html(self, path: str | None = None) -> str:
+        """The current view as a self-contained HTML page (works offline); written to ``path`` if given.
+
+        The prompt's module tree (shapes, greyed values with their reasons as tooltips),
+        the attention heatmap of the chosen layer / head and the logit lens, with the
+        selected token outlined. Raises ``RuntimeError`` before a prompt has landed.
+        """
+        from .export import export_html
+
+        if self.result is None:
+            raise RuntimeError("no prompt has landed yet: call explorer.wait() first")
+        return export_html(self.result, self.tree.tree, layer=self.attention.layer, head=self.attention.head,
+                           selected_token=self.selected_token, path=path)

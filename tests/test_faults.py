@@ -1,0 +1,92 @@
+"""Faults and load on a real session: a killed engine, a burst of changes, bad inputs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from conftest import ENGINE_KWARGS
+from nnterp_widgets import Explorer
+from nnterp_widgets.checkpoints import checkpoint
+from nnterp_widgets.session import Session
+from nnterp_widgets.session.worker import MAX_PENDING
+
+PROMPT = "The Eiffel Tower is in"
+
+
+@pytest.fixture(scope="module")
+def session():
+    settings = {k: v for k, v in ENGINE_KWARGS.items() if k != "max_model_len"}
+    opened = Session.open(checkpoint("gpt2"), progress=False, max_model_len=64, **settings)
+    opened.wait()
+    yield opened
+    opened.close()
+
+
+def test_burst_of_200_changes_is_bounded_and_last_wins(session):
+    explorer = Explorer(session, prompt=PROMPT)
+    explorer.wait(120)
+    before = session.engine_requests
+    peak = 0
+    for i in range(200):
+        if i % 2:
+            explorer.attention.layer = i % 2  # a panel change: no engine request
+        else:
+            explorer.prompt_box.value = f"{PROMPT} {i}"
+        peak = max(peak, session._worker.pending())
+    result = explorer.wait(120)  # no deadlock: it lands within the bound
+    assert result.prompt == f"{PROMPT} 198"
+    assert explorer.tree.prompt_tokens == list(result.tokens.texts)
+    served = session.engine_requests - before
+    assert 1 <= served < 50, served  # coalesced, not one per change
+    assert peak <= 1  # one key for the explorer: the queue never grows past it
+    assert peak <= MAX_PENDING
+
+
+def test_bad_inputs_each_followed_by_a_good_request(session):
+    explorer = Explorer(session, prompt=PROMPT)
+    explorer.wait(120)
+    for bad, expected in [("", "empty"), ("Paris " * 80, "max_model_len"), ("   \n ", "empty")]:
+        explorer.prompt_box.value = bad
+        with pytest.raises(Exception, match=expected):
+            explorer.wait(60)
+        assert expected in explorer.status_line.value
+        explorer.prompt_box.value = f"{PROMPT} again"
+        assert explorer.wait(120).prompt == f"{PROMPT} again"
+        explorer.prompt_box.value = PROMPT
+        explorer.wait(120)
+    view = explorer.attention
+    for name, bad in [("layer", 5), ("layer", -1), ("head", 17), ("head", -3)]:
+        kept = getattr(view, name)
+        setattr(view, name, bad)
+        assert getattr(view, name) == kept  # refused, the view stays
+        assert str(bad) in view.message.value  # and says why
+        view.layer, view.head = 1, 1  # a good request after it
+        assert (view.layer, view.head) == (1, 1)
+        assert view.figure.data[0].z is not None
+
+
+def test_killed_engine_is_reported_reopened_and_serves_the_next_request(session):
+    states = []
+    unsubscribe = session.on_status(lambda state, message: states.append((state, message)))
+    try:
+        first = session.prompt(PROMPT, key="fault").result(120)
+        engine = session._worker.engine
+        (pid,) = engine.engine_pids
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while engine.alive and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not engine.alive
+        again = session.prompt(PROMPT, key="fault").result(300)
+    finally:
+        unsubscribe()
+    assert again.tokens == first.tokens
+    assert session.engine_opens == 2
+    assert any(state == "reopening" and "died" in message for state, message in states)
+    # And it keeps serving afterwards.
+    assert session.prompt("The Colosseum is in", key="fault").result(120).tokens.texts[0] == "The"
