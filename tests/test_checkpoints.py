@@ -25,15 +25,15 @@ def test_cached_and_rebuilt_when_missing(tmp_path):
 
 
 def test_same_spec_same_weights(tmp_path):
-    a = checkpoint("qwen2", root=tmp_path / "a")
-    b = checkpoint("qwen2", root=tmp_path / "b")
+    a = checkpoint("gpt2", root=tmp_path / "a")
+    b = checkpoint("gpt2", root=tmp_path / "b")
     assert _digest(a) == _digest(b)
 
 
-def test_tokens_are_words(tmp_path):
+def test_tokens_are_words():
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint("qwen2", root=tmp_path))
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint("qwen2"))
     ids = tokenizer("The Eiffel Tower is in")["input_ids"]
     assert [tokenizer.decode([i]) for i in ids] == ["The", " Eiffel", " Tower", " is", " in"]
 
@@ -50,3 +50,16 @@ def test_head_size_served_by_cpu_attention(name, tmp_path):
     config = AutoConfig.from_pretrained(checkpoint(name, root=tmp_path))
     assert config.hidden_size // config.num_attention_heads in (32, 64)
     assert name in SPECS
+
+
+def test_the_demo_checkpoint_is_trained_to_say_something():
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = checkpoint("qwen2")
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    ids = tokenizer("The Eiffel Tower is in", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        top = model(ids).logits[0, -1].argmax()
+    assert tokenizer.decode([int(top)]) == " Paris"

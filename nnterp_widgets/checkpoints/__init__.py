@@ -21,7 +21,7 @@ from pathlib import Path
 from .specs import DEFAULT, SPECS, TinySpec
 
 #: Bumped whenever what a builder writes changes, so old caches are not reused.
-BUILDER_VERSION = 2
+BUILDER_VERSION = 3
 #: Written last: a directory without it was interrupted and is rebuilt.
 COMPLETE = "nnterp_widgets_checkpoint.json"
 
@@ -101,5 +101,28 @@ def _build(spec: TinySpec, directory: Path) -> None:
                 parameter.copy_(1.0 + 0.1 * noise)
             else:
                 parameter.copy_(spec.init_std * noise)
+    if spec.train_steps:
+        _train(model, AutoTokenizer.from_pretrained(str(directory)), spec)
     model.save_pretrained(str(directory), safe_serialization=True)
     (directory / COMPLETE).write_text(json.dumps({"spec": asdict(spec), "builder": BUILDER_VERSION}))
+
+
+def _train(model, tokenizer, spec: TinySpec, context: int = 32, batch: int = 16) -> None:
+    """A short seeded next-token training on `CORPUS` (a few seconds on a CPU)."""
+    import torch
+
+    from .corpus import CORPUS
+
+    ids = torch.tensor(tokenizer(CORPUS)["input_ids"])
+    generator = torch.Generator().manual_seed(spec.seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
+    model.train()
+    for _ in range(spec.train_steps):
+        starts = torch.randint(0, len(ids) - context - 1, (batch,), generator=generator)
+        rows = torch.stack([ids[start:start + context + 1] for start in starts])
+        logits = model(rows[:, :-1]).logits
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), rows[:, 1:].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()

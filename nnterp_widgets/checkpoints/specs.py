@@ -20,6 +20,9 @@ class TinySpec:
     #: Standard deviation of the seeded init; larger than transformers' 0.02 so
     #: that the streams and patterns of an untrained model are not all flat.
     init_std: float = 0.2
+    #: Steps of a short seeded training on the corpus (0: the init as it is), so that
+    #: the demo's lens and patterns say something ("The Eiffel Tower is in" -> " Paris").
+    train_steps: int = 0
 
 
 # A gated-MLP decoder in the Llama shape: 2 layers, 4 heads of 32, 2 kv heads.
@@ -29,11 +32,11 @@ _LLAMA_SHAPE = dict(
     num_hidden_layers=2,
     num_attention_heads=4,
     num_key_value_heads=2,
-    max_position_embeddings=1024,
+    max_position_embeddings=2048,
 )
 
 SPECS: dict[str, TinySpec] = {
-    "qwen2": TinySpec("qwen2", dict(_LLAMA_SHAPE, tie_word_embeddings=True)),
+    "qwen2": TinySpec("qwen2", dict(_LLAMA_SHAPE, tie_word_embeddings=True), train_steps=120),
     "llama": TinySpec("llama", dict(_LLAMA_SHAPE, tie_word_embeddings=False)),
     "gpt2": TinySpec(
         "gpt2", dict(n_embd=128, n_layer=2, n_head=4, n_positions=1024, n_inner=256)
