@@ -32,3 +32,11 @@ def engine_factory():
     yield make
     for engine in opened:
         engine.close()
+
+
+def open_session(family: str, max_model_len: int = 64):
+    """A session on a tiny checkpoint, engine open; short prompts keep tests quick."""
+    from nnterp_widgets.session import Session
+
+    settings = {k: v for k, v in ENGINE_KWARGS.items() if k != "max_model_len"}
+    return Session.open(checkpoint(family), progress=False, max_model_len=max_model_len, **settings).wait()

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 
 import pytest
 
-from conftest import ENGINE_KWARGS
+from conftest import open_session
 from nnterp_widgets import Explorer
-from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import Session
 from nnterp_widgets.session.worker import MAX_PENDING
 
 PROMPT = "The Eiffel Tower is in"
@@ -20,9 +17,7 @@ PROMPT = "The Eiffel Tower is in"
 
 @pytest.fixture(scope="module")
 def session():
-    settings = {k: v for k, v in ENGINE_KWARGS.items() if k != "max_model_len"}
-    opened = Session.open(checkpoint("gpt2"), progress=False, max_model_len=64, **settings)
-    opened.wait()
+    opened = open_session("gpt2")
     yield opened
     opened.close()
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ENGINE_KWARGS
+from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import ProbeError, Session, Superseded
-from reference import HF_NAMES, _get, hf_model, reference_attention, reference_values
+from nnterp_widgets.session import ProbeError, Superseded
+from reference import hf_model, reference_attention, reference_values
 
 PROMPT = "The Eiffel Tower is in"
 MARKUP = "Paris <img src=x onerror=alert(1)> is"
@@ -18,9 +18,7 @@ MARKUP = "Paris <img src=x onerror=alert(1)> is"
 
 @pytest.fixture(scope="module")
 def session():
-    settings = {k: v for k, v in ENGINE_KWARGS.items() if k != "max_model_len"}
-    opened = Session.open(checkpoint("qwen2"), progress=False, max_model_len=64, **settings)
-    opened.wait()
+    opened = open_session("qwen2")
     yield opened
     opened.close()
 
@@ -43,8 +41,7 @@ def _hf_lens(path: str, prompt: str) -> torch.Tensor:
 
 
 def test_open_is_once_per_kernel(session):
-    settings = {k: v for k, v in ENGINE_KWARGS.items() if k != "max_model_len"}
-    again = Session.open(checkpoint("qwen2"), progress=False, max_model_len=64, **settings)
+    again = open_session("qwen2")
     assert again is session
     assert session.engine_opens == 1
 

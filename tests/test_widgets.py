@@ -12,10 +12,9 @@ import json
 import numpy as np
 import pytest
 
-from conftest import ENGINE_KWARGS
+from conftest import open_session
 from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import Session
 from nnterp_widgets.widgets.figures import lens_hover
 from reference import reference_attention
 
@@ -25,9 +24,7 @@ MARKUP = "Paris <img src=x onerror=alert(1)> is"
 
 @pytest.fixture(scope="module")
 def session():
-    settings = {k: v for k, v in ENGINE_KWARGS.items() if k != "max_model_len"}
-    opened = Session.open(checkpoint("qwen2"), progress=False, max_model_len=64, **settings)
-    opened.wait()
+    opened = open_session("qwen2")
     yield opened
     opened.close()
 
