@@ -10,6 +10,7 @@ engine itself is only ever touched on the worker.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import Future
@@ -84,6 +85,9 @@ class Session:
     # -- engine (worker thread only) -------------------------------------------------
 
     def _open_engine(self):
+        # vLLM logs every step at INFO; in a notebook that buries the widgets. Read at
+        # vLLM's import, so set before it (a caller's own setting wins).
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
         from ..engine.standardized import StandardizedVLLM
 
         path = self.model
