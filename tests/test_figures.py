@@ -6,20 +6,29 @@ repeated tokens apart, never lets token text become markup, stays small — and 
 views' state (layer / head / selection, messages, clicks). That the panels' numbers are
 the model's is tested against the engine elsewhere.
 
-The last test opens the figures in headless Chromium (plotly.js as bundled with the
-plotly package) to check what the hover and tick labels really show; it is skipped
-when /usr/bin/chromium or playwright is missing.
+The views' widgets carry their heatmaps in column form (figures.py, COLUMNS) so that the
+numbers go to the browser as binary buffers; tests check the buffers of the initial state
+and of the edit messages, and the bytes at 1024 tokens.
+
+The last two tests open the figures in headless Chromium (plotly.js as bundled with the
+plotly package) to check what the hover and tick labels really show, the second through
+plotly's own FigureWidget front end (widgetbundle.js, with a fake anywidget model and
+tests/browser/figure_widget_harness.html); they are skipped when /usr/bin/chromium or
+playwright is missing.
 """
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from ipywidgets.widgets.widget import _remove_buffers
 from plotly.callbacks import Points
+from plotly.serializers import _py_to_js
 
 from nnterp_widgets.session.panels import LensPanel, PromptResult, Tokens
 from nnterp_widgets.widgets.attention import AttentionView
@@ -29,7 +38,9 @@ from nnterp_widgets.widgets.figures import (
     MAX_TICK_LABELS,
     attention_figure,
     escape_token,
+    for_widget,
     head_grid_figure,
+    heatmap_matrix,
     lens_figure,
     lens_hover,
     mean_pool,
@@ -295,16 +306,16 @@ def test_lens_selected_column():
 def test_attention_view_layer_and_head_update_the_figure():
     result = make_result()
     view = AttentionView(result, layer=1, head=2)
-    assert np.array_equal(view.figure.data[0].z, result.patterns[1][2])
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), result.patterns[1][2])
     assert len(view.grid.data) == 4
-    assert np.array_equal(view.grid.data[3].z, result.patterns[1][3])
+    assert np.array_equal(heatmap_matrix(view.grid.data[3]), result.patterns[1][3])
     view.head = 3
-    assert np.array_equal(view.figure.data[0].z, result.patterns[1][3])
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), result.patterns[1][3])
     assert view.figure.layout.title.text == "layers[1] head 3" and view.head_input.value == 3
     view.layer_input.value = 2  # the text box drives the trait
     assert view.layer == 2 and view.panel.layer == 2
-    assert np.array_equal(view.figure.data[0].z, result.patterns[2][3])
-    assert np.array_equal(view.grid.data[0].z, result.patterns[2][0])
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), result.patterns[2][3])
+    assert np.array_equal(heatmap_matrix(view.grid.data[0]), result.patterns[2][0])
     assert view.message.value == ""
 
 
@@ -312,14 +323,14 @@ def test_attention_view_layer_and_head_update_the_figure():
 def test_attention_view_out_of_range_keeps_the_view(name, bad):
     result = make_result()
     view = AttentionView(result, layer=1, head=2)
-    before = np.array(view.figure.data[0].z)
+    before = heatmap_matrix(view.figure.data[0])
     box = view.layer_input if name == "layer" else view.head_input
     box.value = bad
     assert (view.layer, view.head) == (1, 2) and box.value == (1 if name == "layer" else 2)
     assert f"{name} {bad} is out of range" in view.message.value and "still showing layers[1] head 2" in view.message.value
-    assert np.array_equal(view.figure.data[0].z, before)
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), before)
     setattr(view, name, bad)  # the trait itself (as a link would set it)
-    assert (view.layer, view.head) == (1, 2) and np.array_equal(view.figure.data[0].z, before)
+    assert (view.layer, view.head) == (1, 2) and np.array_equal(heatmap_matrix(view.figure.data[0]), before)
 
 
 def test_attention_view_clicks():
@@ -348,14 +359,14 @@ def test_attention_view_update_clamps():
     assert (view.layer, view.head, view.selected_token) == (1, 1, 2)
     assert "layer 2 is not in this prompt" in view.message.value
     assert "head 3 is out of range" in view.message.value and "selected 2" in view.message.value
-    assert np.array_equal(view.figure.data[0].z, shorter.patterns[1][1])
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), shorter.patterns[1][1])
     assert len(view.grid.data) == 2 and view.layer_input.value == 1
     view.update(make_result(seed=2))  # still valid: kept, no message
     assert (view.layer, view.head, view.selected_token) == (1, 1, 2) and view.message.value == ""
     # a long prompt changes the figure's traces; clicks still reach the view
     long = make_result([f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 1)], layers=2, heads=2)
     view.update(long)
-    assert len(view.figure.data) == 2 and np.array_equal(view.figure.data[0].z, long.patterns[1][1])
+    assert len(view.figure.data) == 2 and np.array_equal(heatmap_matrix(view.figure.data[0]), long.patterns[1][1])
     view.figure.data[0]._dispatch_on_click(fake_click(x=3, y=200), None)
     assert view.selected_token == 200
     view.update(make_result())
@@ -386,7 +397,7 @@ def test_attention_view_without_result_and_without_patterns():
 def test_logit_lens_view():
     result = make_result()
     view = LogitLens(result)
-    assert np.array_equal(view.figure.data[0].z, result.lens.top1_probs())
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), result.lens.top1_probs())
     view.figure.data[0]._dispatch_on_click(fake_click(x=5, y=1), None)
     assert view.selected_token == 5
     (shape,) = view.figure.layout.shapes
@@ -396,10 +407,167 @@ def test_logit_lens_view():
     shorter = make_result(["x", "y"], seed=3)
     view.update(shorter)
     assert view.selected_token == 1 and "selected 1" in view.message.value
-    assert np.array_equal(view.figure.data[0].z, shorter.lens.top1_probs())
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), shorter.lens.top1_probs())
     assert view.figure.layout.shapes[0].x0 == 0.5
     view.set_status("busy")
     assert view.status_label.value == "busy…"
+
+
+# ------------------------------------------------------------------------ in a widget: columns, binary
+
+
+def wire(value) -> tuple[dict, list]:
+    """What ipywidgets sends for a synced value: the JSON part and the binary buffers."""
+    state, _, buffers = _remove_buffers({"v": _py_to_js(value, None)})
+    return state, buffers
+
+
+def wire_bytes(value) -> int:
+    """Bytes on the wire: the JSON text of the non-buffer part plus the buffers."""
+    state, buffers = wire(value)
+    return len(json.dumps(state, separators=(",", ":"))) + sum(memoryview(b).nbytes for b in buffers)
+
+
+def binary(spec, dtype=np.float32) -> np.ndarray:
+    """A ``_py_to_js`` array spec, checked to be a binary buffer of ``dtype``, as numpy."""
+    assert isinstance(spec, dict) and isinstance(spec["buffer"], memoryview), type(spec)
+    assert spec["dtype"] == np.dtype(dtype).name
+    return np.frombuffer(spec["buffer"], dtype=dtype)
+
+
+def widget_data(widget: go.FigureWidget) -> list:
+    widget._repr_mimebundle_()  # what displaying it does: _widget_data = the figure now
+    return _py_to_js(widget._widget_data, None)
+
+
+def messages(widget: go.FigureWidget) -> list[tuple[str, dict]]:
+    """Collects the Python -> JS edit messages the widget sends from now on."""
+    sent = []
+    widget.observe(lambda change: change["new"] is not None and sent.append((change["name"], change["new"])),
+                   ["_py2js_restyle", "_py2js_update", "_py2js_addTraces", "_py2js_relayout"])
+    return sent
+
+
+def test_for_widget_puts_the_attention_heatmap_in_columns():
+    panel = make_result().attention(1)
+    fig = attention_figure(panel, 2, selected_token=3)
+    columns = for_widget(fig)
+    before, trace = fig.data[0], columns.data[0]
+    n = len(TEXTS)
+    assert trace.z.shape == (n * n,) and trace.z.dtype == np.float32
+    assert trace.x.dtype == trace.y.dtype == np.uint8
+    assert list(trace.x) == list(range(n)) * n and list(trace.y) == [q for q in range(n) for _ in range(n)]
+    assert np.array_equal(heatmap_matrix(trace), panel.head(2))
+    assert np.array_equal(heatmap_matrix(before), panel.head(2))  # the figure itself stays 2-D
+    assert np.asarray(before.z).shape == (n, n)
+    labels = [escape_token(t) for t in TEXTS]
+    cells = heatmap_matrix(trace, "customdata")
+    assert cells.shape == (n, n, 2)
+    assert all(list(cells[q, k]) == [labels[q], labels[k]] for q in range(n) for k in range(n))
+    for name in ("hovertemplate", "zmin", "zmax", "colorscale", "name"):
+        assert trace[name] == before[name]
+    assert columns.layout == fig.layout
+
+
+def test_for_widget_long_attention_lens_and_grid():
+    long_texts = [f"t{i}" for i in range(300)]
+    fig = attention_figure(make_result(long_texts, layers=1, heads=1).attention(0), 0)
+    columns = for_widget(fig)
+    assert columns.data[0].x.dtype == np.uint16 and columns.data[0].z.shape == (300 * 300,)
+    assert np.array_equal(heatmap_matrix(columns.data[0]), fig.data[0].z)
+    assert columns.data[1] == fig.data[1] and columns.layout == fig.layout  # the tick-label trace
+    assert columns.data[0].hovertemplate == fig.data[0].hovertemplate and columns.data[0].customdata is None
+
+    lens = make_result(lens_texts=["a", XSS, "\n"], k=4).lens
+    fig = lens_figure(lens)
+    trace = for_widget(fig).data[0]
+    assert trace.z.dtype == np.float32 and trace.z.shape == (lens.num_layers * len(TEXTS),)
+    assert np.array_equal(heatmap_matrix(trace), lens.top1_probs())
+    assert heatmap_matrix(trace, "text").tolist() == [list(row) for row in fig.data[0].text]
+    assert heatmap_matrix(trace, "customdata").tolist() == np.asarray(fig.data[0].customdata).tolist()
+    assert trace.texttemplate == "%{text}" and trace.hovertemplate == fig.data[0].hovertemplate
+
+    panel = make_result([f"t{i}" for i in range(100)], layers=1, heads=6).attention(0)
+    grid = head_grid_figure(panel, max_side=16)
+    columns = for_widget(grid)
+    for h, (old, new) in enumerate(zip(grid.data, columns.data)):
+        assert new.z.ndim == 1 and new.x.dtype == np.uint8
+        assert np.array_equal(heatmap_matrix(new), mean_pool(panel.head(h), 16))
+        assert (new.xaxis, new.yaxis, new.coloraxis, new.hovertemplate) == (old.xaxis, old.yaxis, old.coloraxis,
+                                                                           old.hovertemplate)
+
+
+def test_for_widget_keeps_heatmaps_it_cannot_put_in_columns():
+    z = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for trace in (go.Heatmap(z=z, x=["a", "b", "c"]), go.Heatmap(z=z, x0=5, dx=2), go.Heatmap(z=z, x=[0, 2, 1]),
+                  go.Heatmap(z=z, x=[0, 1, 2, 3]), go.Heatmap(z=z, transpose=True),
+                  go.Heatmap(z=z, text=[["a", "b"], ["c", "d"]])):
+        assert for_widget(go.Figure(trace)).data[0] == trace
+    scatter = go.Scatter(x=[1, 2], y=[3, 4])
+    assert for_widget(go.Figure(scatter)).data[0] == scatter
+    columns = for_widget(go.Figure(go.Heatmap(z=z, x=[-1.5, 0.5, 2.0], hovertext=[["a", "b", "c"], ["d", "e", "f"]])))
+    assert columns.data[0].x.dtype == np.float64 and list(columns.data[0].hovertext) == list("abcdef")
+    assert np.array_equal(heatmap_matrix(columns.data[0]), z)
+
+
+def test_attention_view_sends_the_pattern_as_binary():
+    result = make_result()
+    view = AttentionView(result, layer=1, head=2)
+    n = len(TEXTS)
+    (main,) = widget_data(view.figure)
+    assert np.array_equal(binary(main["z"]), result.patterns[1][2].reshape(-1))
+    assert binary(main["x"], np.uint8).tolist() == list(range(n)) * n
+    assert len(binary(main["y"], np.uint8)) == n * n
+    grid = widget_data(view.grid)
+    for h, trace in enumerate(grid):
+        assert np.array_equal(binary(trace["z"]), result.patterns[1][h].reshape(-1))
+    sent, grid_sent = messages(view.figure), messages(view.grid)
+    view.head = 3
+    view.layer = 2
+    assert [name for name, _ in sent] == ["_py2js_update", "_py2js_update"] and len(grid_sent) == 1
+    for (_, message), pattern in zip(sent, (result.patterns[1][3], result.patterns[2][3])):
+        style = _py_to_js(message["style_data"], None)
+        assert np.array_equal(binary(style["z"][0]), pattern.reshape(-1))
+        assert "x" not in style and "y" not in style  # the positions went once
+        state, buffers = wire(message)
+        assert len(buffers) == 1 and memoryview(buffers[0]).nbytes == 4 * n * n
+    style = _py_to_js(grid_sent[0][1]["style_data"], None)
+    assert [binary(z).tolist() for z in style["z"]] == [result.patterns[2][h].reshape(-1).tolist() for h in range(4)]
+    # a new prompt whose traces are of other kinds: replaced, the new traces binary too
+    long = make_result([f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 1)], layers=3, heads=4)
+    view.update(long)
+    ((name, message),) = [m for m in sent[2:] if m[0] == "_py2js_addTraces"]
+    added = _py_to_js(message["trace_data"], None)
+    assert np.array_equal(binary(added[0]["z"]), long.patterns[2][3].reshape(-1))
+    assert binary(added[0]["x"], np.uint16).shape == ((HOVER_TEXT_MAX_TOKENS + 1) ** 2,)
+
+
+def test_logit_lens_sends_the_probabilities_as_binary():
+    result = make_result()
+    view = LogitLens(result)
+    (trace,) = widget_data(view.figure)
+    assert np.array_equal(binary(trace["z"]), result.lens.top1_probs().reshape(-1))
+    sent = messages(view.figure)
+    other = make_result(seed=4)
+    view.update(other)
+    ((name, message),) = sent
+    style = _py_to_js(message["style_data"], None)
+    assert np.array_equal(binary(style["z"][0]), other.lens.top1_probs().reshape(-1))
+
+
+def test_widget_bytes_at_1024_tokens():
+    n = 1024
+    result = make_result([f"w{i % 50}" for i in range(n)], layers=2, heads=2)
+    view = AttentionView(result)
+    state, buffers = wire(widget_data(view.figure))
+    assert sum(memoryview(b).nbytes for b in buffers) == n * n * (4 + 2 + 2)  # z float32, x / y uint16
+    size = wire_bytes(widget_data(view.figure))
+    assert size < 10_000_000, size  # ~8.4 MB (as nested JSON lists it was ~13.5 MB)
+    sent = messages(view.figure)
+    view.head = 1
+    ((_, message),) = sent
+    assert wire_bytes(message) < 4 * n * n + 10_000  # a head change sends z only
+    assert wire_bytes(widget_data(view.grid)) < 200_000
 
 
 # ------------------------------------------------------------------------ in a browser
@@ -462,3 +630,151 @@ def test_figures_in_chromium(tmp_path):
         finally:
             browser.close()
     assert dialogs == []
+
+
+HARNESS = Path(__file__).parent / "browser" / "figure_widget_harness.html"
+
+# Page coordinates of the centre of cell (x, y) of a FigureWidget's plot (scrolled into view).
+CELL_JS = """([name, x, y, xa, ya]) => {
+  const gd = document.getElementById(name);
+  gd.scrollIntoView({block: 'center'});
+  const a = gd._fullLayout[xa], b = gd._fullLayout[ya], r = gd.getBoundingClientRect();
+  return [r.left + a._offset + a.l2p(x), r.top + b._offset + b.l2p(y)];
+}"""
+
+
+def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
+    """The views as plotly's own FigureWidget front end draws them from the binary buffers.
+
+    plotly/package_data/widgetbundle.js runs with a fake anywidget model; state and edit
+    messages go the way ipywidgets sends them (``_py_to_js``, buffers cut out, put back as
+    DataViews). Checked: the gridded z is the pattern and the picture is the 2-D figure's;
+    hover, ticks and cell labels; a head change; clicks back to Python.
+    """
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    import base64
+    import functools
+    import http.server
+    import shutil
+    import threading
+
+    import plotly
+    from plotly.serializers import _js_to_py
+
+    shutil.copy(HARNESS, tmp_path / "harness.html")
+    shutil.copy(Path(plotly.__file__).parent / "package_data" / "widgetbundle.js", tmp_path / "widgetbundle.js")
+
+    def on_wire(state):
+        state, paths, buffers = _remove_buffers(state)
+        return [state, [list(p) for p in paths], [base64.b64encode(bytes(b)).decode() for b in buffers]]
+
+    short = make_result(lens_texts=[XSS, "b"])
+    view = AttentionView(short, layer=0, head=1)
+    view.selected_token = 2
+    long_texts = [f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 44)]
+    long_texts[5] = XSS
+    long = AttentionView(make_result(long_texts, layers=1, heads=2))
+    lens = LogitLens(short)
+    widgets = {
+        "att": view.figure, "grid": view.grid, "long": long.figure, "lens": lens.figure,
+        # the same figures as 2-D z (nested JSON lists), to compare the pictures
+        "att2d": go.FigureWidget(attention_figure(short.attention(0), 1, 2)),
+        "lens2d": go.FigureWidget(lens_figure(short.lens)),
+    }
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    errors, dialogs = [], []
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--headless", "--disable-gpu"])
+            try:
+                page = browser.new_page(viewport=dict(width=1000, height=900))
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+                page.goto(f"http://127.0.0.1:{server.server_address[1]}/harness.html")
+                page.wait_for_function("window.__ready === true")
+                for name, widget in widgets.items():
+                    widget._repr_mimebundle_()
+                    page.evaluate("([n, s, p, b]) => window.boot(n, s, p, b)", [name, *on_wire(widget.get_state())])
+                    page.wait_for_function(f"document.querySelector('#{name} .hm image') !== null")
+
+                def hover(name, x, y, xa="xaxis", ya="yaxis"):
+                    page.mouse.move(0, 0)
+                    page.wait_for_timeout(50)
+                    page.mouse.move(*page.evaluate(CELL_JS, [name, x, y, xa, ya]))
+                    page.wait_for_timeout(150)
+                    return page.evaluate(f"Array.from(document.querySelectorAll('#{name} .hovertext')).map(e => e.textContent)")
+
+                def grid_z(name, trace=0):
+                    return np.array(page.evaluate(
+                        f"Array.from(document.getElementById('{name}').calcdata[{trace}][0].z, r => Array.from(r))"),
+                        dtype=np.float32)
+
+                def texts(selector):
+                    return page.evaluate(f"Array.from(document.querySelectorAll('{selector}')).map(e => e.textContent)")
+
+                def image(name):
+                    return page.evaluate(f"document.querySelector('#{name} .hm image').getAttribute('href')")
+
+                # the numbers arrived as typed arrays and plotly.js gridded them into the pattern
+                assert page.evaluate("document.getElementById('att').data[0].z instanceof Float32Array")
+                assert page.evaluate("document.getElementById('att').data[0].x instanceof Uint8Array")
+                assert np.array_equal(grid_z("att"), short.patterns[0][1])
+                assert np.array_equal(grid_z("lens"), short.lens.top1_probs())
+                assert np.array_equal(grid_z("grid", 3), short.patterns[0][3])
+                assert image("att") == image("att2d") and image("lens") == image("lens2d")  # the same picture
+                assert page.evaluate("document.getElementById('att')._fullLayout.yaxis.range[0] > 0")  # reversed
+                shown = [html.unescape(escape_token(t)) for t in TEXTS]  # plotly decodes the entities
+                assert texts("#att .xtick text") == texts("#att .ytick text") == shown
+                # hover: query and key token, weight
+                (text,) = hover("att", 1, 2)
+                assert text == f"query 2: {XSS.replace(' ', '␣')}key 1: ␣theweight {short.patterns[0][1][2, 1]:.4f}"
+                assert hover("att2d", 1, 2) == [text]
+                (text,) = hover("long", 5, 290)
+                assert text.startswith(f"query 290: t290key 5: {XSS.replace(' ', '␣')}weight ")
+                shown = texts("#long .x2tick text")
+                assert 1 < len(shown) <= MAX_TICK_LABELS and shown[1] == XSS.replace(" ", "␣")
+                assert texts("#long .xtick text") == []
+                (text,) = hover("lens", 3, 1)
+                top = lens_hover(short.lens, 1, 3)
+                assert text == "layers[1], position 3: ␣cat" + "".join(
+                    f"{t.replace(' ', '␣')}  {p:.3f}" for t, p in top)
+                assert texts("#lens .heatmaplayer text") == texts("#lens2d .heatmaplayer text")
+                assert "<img␣sr…" in texts("#lens .heatmaplayer text")
+                (text,) = hover("grid", 3, 5, "xaxis2", "yaxis2")
+                assert text == f"head 1weight {short.patterns[0][1][5, 3]:.3f}"
+                # a head change: the update message (z as one buffer) redraws the same widget
+                sent = messages(view.figure)
+                view.head = 3
+                for key, message in sent:
+                    state, paths, buffers = on_wire({key: _py_to_js(message, None)})
+                    assert len(buffers) == 1
+                    page.evaluate("([n, k, s, p, b]) => window.pySet(n, k, s[k], p.map(q => q.slice(1)), b)",
+                                  ["att", key, state, paths, buffers])  # paths start with the key
+                page.wait_for_timeout(200)
+                assert np.array_equal(grid_z("att"), short.patterns[0][3])
+                assert hover("att", 1, 2)[0].endswith(f"weight {short.patterns[0][3][2, 1]:.4f}")
+                # clicks come back to Python as positions: a cell of the head selects its query,
+                # a cell of the grid selects its head
+                for name, (x, y, xa, ya), widget in (("att", (4, 6, "xaxis", "yaxis"), view.figure),
+                                                      ("grid", (3, 3, "xaxis3", "yaxis3"), view.grid)):
+                    page.mouse.click(*page.evaluate(CELL_JS, [name, x, y, xa, ya]))
+                    page.wait_for_timeout(200)
+                    saves = page.evaluate(f"window.views.{name}.model.saves.filter(s => s._js2py_pointsCallback)")
+                    points = saves[-1]["_js2py_pointsCallback"]
+                    assert (points["points"]["xs"], points["points"]["ys"]) == ([x], [y])
+                    widget._js2py_pointsCallback = _js_to_py(points, None)
+                assert view.selected_token == 6 and view.head == 2
+                assert page.evaluate("document.querySelectorAll('img').length") == 0
+            finally:
+                browser.close()
+    finally:
+        server.shutdown()
+    assert errors == [] and dialogs == []

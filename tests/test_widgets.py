@@ -15,7 +15,7 @@ import pytest
 from conftest import open_session
 from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.widgets.figures import lens_hover
+from nnterp_widgets.widgets.figures import heatmap_matrix, lens_hover
 from reference import reference_attention
 
 PROMPT = "The Eiffel Tower is in"
@@ -45,20 +45,20 @@ def test_one_request_feeds_every_panel(session, explorer):
     assert explorer.tree.prompt_tokens == tokens
     assert explorer.attention.result is result and explorer.lens.result is result
     heatmap = explorer.attention.figure.data[0]
-    np.testing.assert_allclose(np.asarray(heatmap.z, dtype=np.float32), result.patterns[0][0])
+    np.testing.assert_allclose(heatmap_matrix(heatmap), result.patterns[0][0])
     lens = explorer.lens.figure.data[0]
-    np.testing.assert_allclose(np.asarray(lens.z, dtype=np.float32), result.lens.top1_probs())
+    np.testing.assert_allclose(heatmap_matrix(lens), result.lens.top1_probs())
 
 
 def test_attention_view_shows_the_engines_pattern(session, explorer):
     expected = reference_attention(str(checkpoint("qwen2")), "qwen2", PROMPT)
     view = explorer.attention
     view.layer, view.head = 1, 2
-    z = np.asarray(view.figure.data[0].z, dtype=np.float32)
+    z = heatmap_matrix(view.figure.data[0])
     np.testing.assert_allclose(z, expected[("attention_probabilities", 1)][0, 2].numpy(), atol=1e-5)
     view.layer = 9  # out of range: refused with a message, the view stays
     assert view.layer == 1 and "9" in view.message.value
-    np.testing.assert_array_equal(np.asarray(view.figure.data[0].z, dtype=np.float32), z)
+    np.testing.assert_array_equal(heatmap_matrix(view.figure.data[0]), z)
 
 
 def test_lens_last_row_is_the_models_prediction(explorer):

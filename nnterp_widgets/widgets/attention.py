@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 import traitlets
 
 from ..session.panels import AttentionPanel, PromptResult
-from .figures import attention_figure, head_grid_figure, selection_shapes
+from .figures import attention_figure, for_widget, head_grid_figure, selection_shapes
 
 __all__ = ["AttentionView", "show_figure", "status_text"]
 
@@ -44,11 +44,14 @@ def status_text(status: dict) -> str:
 def show_figure(widget: go.FigureWidget, fig: go.Figure) -> bool:
     """Make ``widget`` show ``fig``; returns True when its traces had to be replaced.
 
+    The widget gets :func:`~.figures.for_widget` ``(fig)``: heatmaps in column form, so
+    their numbers travel to the browser as binary buffers, not JSON (figures.py, COLUMNS).
     When the traces are the same kinds as before they are updated in place (so click
     callbacks stay registered and the browser keeps its zoom, helped by ``uirevision``);
     properties the new figure lacks are unset. Otherwise the traces are replaced and the
     caller registers its callbacks again.
     """
+    fig = for_widget(fig)
     replaced = [t.type for t in widget.data] != [t.type for t in fig.data]
     with widget.batch_update():
         if replaced:
@@ -80,7 +83,7 @@ def _clicked(points, axis: str) -> int | None:
     values = list(getattr(points, "xs" if axis == "x" else "ys", None) or [])
     if values and values[0] is not None:
         return int(round(float(values[0])))
-    first = inds[0]  # heatmaps report [row, column]
+    first = inds[0]  # a 2-D heatmap reports [row, column]; one in column form, the cell's index
     if isinstance(first, (list, tuple)):
         return int(first[1] if axis == "x" else first[0])
     return None
