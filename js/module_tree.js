@@ -115,11 +115,16 @@ function fmtFull(x) {
   return String(Number(x.toPrecision(6)));
 }
 
-/** Token text for display: whitespace made visible, never interpreted as markup. */
+/**
+ * Token text for display: whitespace made visible, never interpreted as markup. Spaces
+ * stay spaces beside other text (" world"), but a token of spaces alone shows them as
+ * "\u2423" (open box), as the figures do: a blank chip would say nothing.
+ */
 function showToken(t) {
   const s = asStr(t);
   if (s === "") return "\u2205";
-  return s.replace(/\r/g, "\u240d").replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
+  const shown = s.replace(/\r/g, "\u240d").replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
+  return /^ +$/.test(shown) ? shown.replace(/ /g, "\u2423") : shown;
 }
 
 function readFloats(buf, n) {

@@ -54,7 +54,10 @@ class Explorer(widgets.VBox):
                 widgets.HBox([self.prompt_box, self.run_button]),
                 self.status_line,
                 self.tree,
-                widgets.HBox([self.attention, self.lens]),
+                # One under the other: side by side in a notebook (~1000 px) each got ~530 px,
+                # less than a figure's width, and the lens's cell labels need room per token.
+                self.attention,
+                self.lens,
             ],
             **kwargs,
         )

@@ -25,27 +25,14 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} not found (apt-get install -y chromium)", allow_module_level=True)
-sync_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright not installed (pip install playwright)"
-)
+from browser_support import CHROME_ARGS, CHROMIUM, CONTRAST_JS, require_browser
+
+sync_api = require_browser()
 
 REPO = Path(__file__).resolve().parents[2]
 ESM = REPO / "nnterp_widgets" / "static" / "module_tree.js"
 HARNESS = Path(__file__).with_name("harness.html")
 SHOTS = REPO / "artifacts" / "screenshots"
-CHROME_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 XSS = "<img src=x onerror=alert(1)>"
 REASON = "the fused gate_up_proj kernel never materialises the activation; patch act_fn instead"
@@ -182,55 +169,6 @@ JL_DARK = {
     "--jp-ui-font-family": "system-ui, sans-serif", "--jp-code-font-family": "monospace",
     "--jp-ui-font-size1": "13px",
 }
-
-# Contrast of an element's text against the background actually painted behind it
-# (backgrounds composited up the ancestor chain, text colour alpha composited on top).
-CONTRAST_JS = """
-(sel) => {
-  const el = typeof sel === 'string' ? document.querySelector(sel) : sel;
-  if (!el) return null;
-  function parse(c) {
-    let m = c.match(/^rgba?\\(([^)]+)\\)$/);
-    if (m) {
-      const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
-      return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
-    }
-    m = c.match(/^color\\(srgb ([^)]+)\\)$/);
-    if (m) {
-      const p = m[1].split(/[\\s\\/]+/).filter(Boolean).map(Number);
-      return [p[0] * 255, p[1] * 255, p[2] * 255, p.length > 3 ? p[3] : 1];
-    }
-    throw new Error('unparsed colour ' + c);
-  }
-  const over = (top, under) => {
-    const a = top[3];
-    return [0, 1, 2].map(i => top[i] * a + under[i] * (1 - a)).concat([1]);
-  };
-  const layers = [];
-  for (let n = el; n; n = n.parentElement) {
-    const cs = getComputedStyle(n);
-    const c = parse(cs.backgroundColor);
-    const op = Number(cs.opacity);
-    if (c[3] > 0) layers.push(c);
-    if (c[3] >= 1) break;
-  }
-  let bg = [255, 255, 255, 1];
-  for (let i = layers.length - 1; i >= 0; i--) bg = over(layers[i], bg);
-  let op = 1;
-  for (let n = el; n; n = n.parentElement) op *= Number(getComputedStyle(n).opacity);
-  const fg0 = parse(getComputedStyle(el).color);
-  const fg = over([fg0[0], fg0[1], fg0[2], fg0[3] * op], bg);
-  const lum = (c) => {
-    const [r, g, b] = c.slice(0, 3).map(v => {
-      v /= 255;
-      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
-    });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
-  const L1 = lum(fg), L2 = lum(bg);
-  return { ratio: (Math.max(L1, L2) + 0.05) / (Math.min(L1, L2) + 0.05), fg, bg };
-}
-"""
 
 # Contrast of a heat cell's fill against the widget background (non-text contrast).
 CELL_CONTRAST_JS = """
@@ -536,6 +474,10 @@ def test_markup_renders_as_text(h):
             h.py_set(k, v)
     chips = page.eval_on_selector_all(".nnw-mt-chip", "els => els.map(e => e.textContent)")
     assert chips == ["<|im_start|>", "Hello", " world", XSS, "\u21b5"]
+    h.py_set("prompt_tokens", ["a", " ", "  ", " b"])  # a token of spaces alone is not a blank chip
+    chips = page.eval_on_selector_all(".nnw-mt-chip", "els => els.map(e => e.textContent)")
+    assert chips == ["a", "\u2423", "\u2423\u2423", " b"]
+    h.py_set("prompt_tokens", PROMPT)
     labels = page.eval_on_selector_all(".nnw-mt-rowlabel", "els => els.map(e => e.textContent)")
     assert labels[3] == XSS
     h.py_set("status", {"state": "error", "message": "<script>alert(2)</script>" + XSS})
@@ -641,6 +583,7 @@ def _theme_check(h, theme, name, *, emulate=None):
         "served value": f'[data-key="v:{MLP0_OUT}"] .nnw-mt-name',
         "other served value": '[data-key="v:model.model.embed_tokens.output"] .nnw-mt-name',
         "value shape": '[data-key="v:model.model.embed_tokens.output"] .nnw-mt-shape',
+        "greyed value": f'[data-key="v:{MLP0_ACT}"] .nnw-mt-name',  # muted, still readable
         "node name": '[data-key="n:model.model.layers.0.mlp"] .nnw-mt-name',
         "node type": '[data-key="n:model.model.layers.0.mlp"] .nnw-mt-type',
         "token chip": ".nnw-mt-chip",
