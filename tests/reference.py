@@ -1,12 +1,20 @@
-"""The independent reference: the same tiny checkpoint in transformers, float32, eager.
+"""The independent reference: the same tiny checkpoint in transformers, float32.
 
 `reference_values` runs one prompt and returns, per standard name, what transformers
 computes at the corresponding place, read with plain forward hooks — nothing here
-touches vLLM or nnsight.
+touches vLLM or nnsight. `reference_attention` captures what each layer's attention
+computes inside (queries, keys, values, head outputs, probabilities), by the route
+each transformers implementation allows (`HFNames.interior`).
+
+Eager attention everywhere, except where transformers' eager path is itself wrong
+(`HFNames.implementation`), and with transformers' own modules, except where vLLM
+computes a different function on purpose (`HFNames.patch`).
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
@@ -16,29 +24,132 @@ import torch
 
 @dataclass(frozen=True)
 class HFNames:
-    """Where a family's standard values are in the transformers implementation."""
+    """Where a family's standard values are in the transformers implementation.
+
+    ``attention_out`` / ``mlp_out``: the module, relative to the block, whose output is
+    that half's contribution to the stream, where it is not the attention / MLP module
+    itself (a post-norm: Gemma-2's ``post_attention_layernorm``; Bloom, whose attention
+    and MLP add the residual themselves: their output projections). ``down``: the down
+    projection under the MLP; a block whose MLP has none (experts) has no neurons.
+    """
 
     layers: str
     embed: str
     attention: str
     mlp: str
-    down: str
+    down: str | None
+    attention_out: str | None = None
+    mlp_out: str | None = None
+    #: How the attention interior is captured: "eager" (the modeling module's
+    #: ``eager_attention_forward``), "gptj" (GPT-J's ``_attn``), "sdpa" (the
+    #: ``scaled_dot_product_attention`` call, pattern recomputed from its q, k and
+    #: mask), "fused" (the fused qkv projection's output, split by the module, the
+    #: weights the attention returns, the output projection's input).
+    interior: str = "eager"
+    #: transformers' ``attn_implementation`` for the reference.
+    implementation: str = "eager"
+    #: ``patch(model)``: makes the transformers model compute what vLLM computes where
+    #: the two differ on purpose (see `_bloom_exact_gelu`).
+    patch: Callable[[torch.nn.Module], None] | None = None
+    #: Fused families only: ``split(attention, fused_qkv) -> (q, k, v)``, each
+    #: ``[batch, heads, tokens, head_dim]``.
+    split: Callable | None = None
+    #: Fused families only: the fused qkv projection and the output projection.
+    qkv_proj: str | None = None
+    out_proj: str | None = None
 
+
+def _bloom_exact_gelu(model: torch.nn.Module) -> None:
+    # vLLM's BloomMLP uses exact (erf) GELU (get_act_fn("gelu")); transformers'
+    # Bloom uses its tanh approximation (bloom_gelu_forward), a 3e-4 gap in
+    # log-probabilities on the tiny checkpoint (docs/families_survey.md). The engine's
+    # values are held to what vLLM computes, so the reference's GELU is swapped for
+    # the exact one; nothing else about the model changes.
+    for block in model.transformer.h:
+        block.mlp.gelu_impl = torch.nn.GELU()
+
+
+def _mpt_split(attention, fused):
+    batch, tokens, _ = fused.shape
+    return tuple(
+        part.reshape(batch, tokens, attention.n_heads, attention.head_dim).transpose(1, 2)
+        for part in fused.chunk(3, dim=2)
+    )
+
+
+_LLAMA = HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", "down_proj")
+_POST_NORM = HFNames(
+    "model.layers", "model.embed_tokens", "self_attn", "mlp", "down_proj",
+    attention_out="post_attention_layernorm", mlp_out="post_feedforward_layernorm",
+)
 
 HF_NAMES = {
-    "qwen2": HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", "down_proj"),
-    "llama": HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", "down_proj"),
+    "qwen2": _LLAMA,
+    "llama": _LLAMA,
+    "mistral": _LLAMA,
+    "qwen3": _LLAMA,
+    "gemma": _LLAMA,
+    "phi3": _LLAMA,
+    "gemma2": _POST_NORM,
+    "gemma3_text": _POST_NORM,
+    "olmo2": _POST_NORM,
+    "olmo3": _POST_NORM,
     "gpt2": HFNames("transformer.h", "transformer.wte", "attn", "mlp", "c_proj"),
+    "gpt_neox": HFNames("gpt_neox.layers", "gpt_neox.embed_in", "attention", "mlp", "dense_4h_to_h"),
+    "gptj": HFNames("transformer.h", "transformer.wte", "attn", "mlp", "fc_out", interior="gptj"),
+    "phi": HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", "fc2"),
+    # transformers' eager Falcon adds ALiBi twice (once folded into the causal mask as
+    # alibi / sqrt(head_dim) by FalconModel, again as (scores + alibi) * inv_norm_factor
+    # in FalconAttention): its logits are 3e-2 off both vLLM and its own SDPA path. SDPA
+    # adds it once, which is what Falcon means (and what vLLM computes).
+    "falcon": HFNames(
+        "transformer.h", "transformer.word_embeddings", "self_attention", "mlp", "dense_4h_to_h",
+        interior="sdpa", implementation="sdpa",
+    ),
+    "bloom": HFNames(
+        "transformer.h", "transformer.word_embeddings", "self_attention", "mlp", "dense_4h_to_h",
+        attention_out="self_attention.dense", mlp_out="mlp.dense_4h_to_h",
+        interior="fused", patch=_bloom_exact_gelu,
+        split=lambda attention, fused: attention._reshape(fused),
+        qkv_proj="query_key_value", out_proj="dense",
+    ),
+    "mpt": HFNames(
+        "transformer.blocks", "transformer.wte", "attn", "ffn", "down_proj",
+        mlp_out="ffn.down_proj", interior="fused", split=_mpt_split,
+        qkv_proj="Wqkv", out_proj="out_proj",
+    ),
+    "mixtral": HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", None),
+    "olmoe": HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", None),
+    # Dense blocks have a down_proj, routed ones none (their experts are fused).
+    "qwen2_moe": _LLAMA,
+    "qwen3_moe": _LLAMA,
+    "deepseek_v2": _LLAMA,
+    "deepseek_v3": _LLAMA,
 }
 
 
 @lru_cache(maxsize=None)
-def hf_model(path: str):
+def hf_model(path: str, implementation: str = "eager"):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = AutoModelForCausalLM.from_pretrained(
-        path, dtype=torch.float32, attn_implementation="eager"
+        path, dtype=torch.float32, attn_implementation=implementation
     ).eval()
+    return model, AutoTokenizer.from_pretrained(path)
+
+
+@lru_cache(maxsize=None)
+def hf_reference(path: str, family: str):
+    """The family's reference model: its attention implementation, its patch."""
+    names = HF_NAMES[family]
+    if names.patch is None:
+        return hf_model(path, names.implementation)
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(
+        path, dtype=torch.float32, attn_implementation=names.implementation
+    ).eval()
+    names.patch(model)
     return model, AutoTokenizer.from_pretrained(path)
 
 
@@ -46,6 +157,15 @@ def _get(module: torch.nn.Module, dotted: str) -> torch.nn.Module:
     for part in dotted.split("."):
         module = module[int(part)] if part.isdigit() else getattr(module, part)
     return module
+
+
+def _find(module: torch.nn.Module, dotted: str | None) -> torch.nn.Module | None:
+    if dotted is None:
+        return None
+    try:
+        return _get(module, dotted)
+    except (AttributeError, IndexError):
+        return None
 
 
 def reference_values(
@@ -56,13 +176,18 @@ def reference_values(
 ) -> dict:
     """Standard values of ``prompt`` in transformers, each ``[1, tokens, ...]``.
 
+    ``token_embeddings`` is the embedding lookup (the table's rows for the ids), which
+    is what the engine serves; a family that scales it (Gemma) scales it after, so
+    its stream, ``layer_input`` of block 0, differs from it.
+
     ``edit(layer_index, layer_output) -> new layer_output`` is applied to each block's
     output stream, to check that an edit on the engine has the same effect.
     """
-    model, tokenizer = hf_model(path)
+    model, tokenizer = hf_reference(path, family)
     names = HF_NAMES[family]
     ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
-    found: dict = {"input_ids": ids}
+    embed = _get(model, names.embed)
+    found: dict = {"input_ids": ids, "token_embeddings": torch.nn.functional.embedding(ids, embed.weight).detach().clone()}
     handles = []
 
     def keep(key, value):
@@ -72,7 +197,6 @@ def reference_values(
         return value[0] if isinstance(value, tuple) else value
 
     layers = _get(model, names.layers)
-    handles.append(_get(model, names.embed).register_forward_hook(lambda m, a, o: keep("token_embeddings", o)))
     for index, layer in enumerate(layers):
         def pre(module, args, kwargs, index=index):
             hidden = args[0] if args else kwargs["hidden_states"]
@@ -88,13 +212,15 @@ def reference_values(
 
         handles.append(layer.register_forward_pre_hook(pre, with_kwargs=True))
         handles.append(layer.register_forward_hook(post, with_kwargs=True))
-        attention = _get(layer, names.attention)
+        attention = _get(layer, names.attention_out or names.attention)
         handles.append(attention.register_forward_hook(
             lambda m, a, o, index=index: keep(("attention_output", index), first(o))))
-        mlp = _get(layer, names.mlp)
-        handles.append(mlp.register_forward_hook(lambda m, a, o, index=index: keep(("mlp_output", index), o)))
-        handles.append(_get(mlp, names.down).register_forward_pre_hook(
-            lambda m, a, index=index: keep(("mlp_neurons", index), a[0])))
+        handles.append(_get(layer, names.mlp_out or names.mlp).register_forward_hook(
+            lambda m, a, o, index=index: keep(("mlp_output", index), first(o))))
+        down = _find(_get(layer, names.mlp), names.down)
+        if down is not None:
+            handles.append(down.register_forward_pre_hook(
+                lambda m, a, index=index: keep(("mlp_neurons", index), a[0])))
     try:
         with torch.no_grad():
             logits = model(ids).logits
@@ -106,39 +232,159 @@ def reference_values(
     return found
 
 
+def _record(found, i, query, key, value, head_outputs, probabilities):
+    found[("attention_queries", i)] = query.detach().float().clone()
+    found[("attention_keys", i)] = key.detach().float().clone()
+    found[("attention_values", i)] = value.detach().float().clone()
+    found[("attention_head_outputs", i)] = head_outputs.detach().float().clone()
+    found[("attention_probabilities", i)] = probabilities.detach().float().clone()
+
+
 def reference_attention(path: str, family: str, prompt: str) -> dict:
-    """Per layer, what transformers' eager attention sees and returns.
+    """Per layer, what transformers' attention sees and returns.
 
     ``{(name, layer): tensor}`` for queries/keys/values ``[1, heads, tokens, head_dim]``
-    (after rotary; keys and values with kv heads, before repeat), head outputs
-    ``[1, tokens, heads, head_dim]`` and probabilities ``[1, heads, query, key]``,
-    captured by wrapping the modeling module's ``eager_attention_forward``.
+    (after rotary and any q/k norm; keys and values with kv heads, before repeat),
+    head outputs ``[1, tokens, heads, head_dim]`` and probabilities
+    ``[1, heads, query, key]``.
     """
-    import sys
-
-    model, tokenizer = hf_model(path)
-    layers = _get(model, HF_NAMES[family].layers)
-    attention_cls = type(_get(layers[0], HF_NAMES[family].attention))
-    module = sys.modules[attention_cls.__module__]
-    real = module.eager_attention_forward
+    model, tokenizer = hf_reference(path, family)
+    names = HF_NAMES[family]
+    layers = _get(model, names.layers)
+    attentions = [_get(layer, names.attention) for layer in layers]
+    index_of = {id(attention): i for i, attention in enumerate(attentions)}
+    ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
     found: dict = {}
-    index_of = {id(_get(layer, HF_NAMES[family].attention)): i for i, layer in enumerate(layers)}
+    capture = {"eager": _capture_eager, "gptj": _capture_gptj, "sdpa": _capture_sdpa,
+               "fused": _capture_fused}[names.interior]
+    with capture(names, attentions, index_of, found):
+        with torch.no_grad():
+            model(ids)
+    return found
+
+
+class _Capture:
+    def __init__(self, enter, exit):
+        self._enter, self._exit = enter, exit
+
+    def __enter__(self):
+        self._enter()
+
+    def __exit__(self, *exc):
+        self._exit()
+
+
+def _capture_eager(names, attentions, index_of, found):
+    # The modeling module's eager_attention_forward: it gets q/k/v after rotary and
+    # returns the heads' outputs and the softmaxed weights (softcap, window, GQA).
+    module = sys.modules[type(attentions[0]).__module__]
+    real = module.eager_attention_forward
 
     def spy(attention, query, key, value, *args, **kwargs):
         output, weights = real(attention, query, key, value, *args, **kwargs)
-        i = index_of[id(attention)]
-        found[("attention_queries", i)] = query.detach().clone()
-        found[("attention_keys", i)] = key.detach().clone()
-        found[("attention_values", i)] = value.detach().clone()
-        found[("attention_head_outputs", i)] = output.detach().clone()
-        found[("attention_probabilities", i)] = weights.detach().clone()
+        _record(found, index_of[id(attention)], query, key, value, output, weights)
         return output, weights
 
-    module.eager_attention_forward = spy
-    try:
-        ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
-        with torch.no_grad():
-            model(ids)
-    finally:
+    def enter():
+        module.eager_attention_forward = spy
+
+    def exit():
         module.eager_attention_forward = real
-    return found
+
+    return _Capture(enter, exit)
+
+
+def _capture_gptj(names, attentions, index_of, found):
+    # GPT-J has no attention interface: its `_attn(query, key, value, mask)` gets q/k
+    # after the partial rotary and returns ([batch, heads, tokens, head_dim], weights).
+    def wrap(attention):
+        real = attention._attn
+
+        def spy(query, key, value, *args, **kwargs):
+            output, weights = real(query, key, value, *args, **kwargs)
+            _record(found, index_of[id(attention)], query, key, value, output.transpose(1, 2), weights)
+            return output, weights
+
+        return spy
+
+    def enter():
+        for attention in attentions:
+            attention._attn = wrap(attention)
+
+    def exit():
+        for attention in attentions:
+            del attention._attn
+
+    return _Capture(enter, exit)
+
+
+def _capture_sdpa(names, attentions, index_of, found):
+    # SDPA returns no weights. The pattern is recomputed here, independently of the
+    # engine, from the very q, k and additive mask transformers hands SDPA (Falcon's
+    # mask carries its ALiBi bias): softmax(q k^T * scale + mask), SDPA's definition.
+    functional = torch.nn.functional
+    real = functional.scaled_dot_product_attention
+    calls: list = []
+
+    def spy(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kwargs):
+        output = real(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+                      is_causal=is_causal, scale=scale, **kwargs)
+        scale_ = scale if scale is not None else 1 / math.sqrt(query.shape[-1])
+        heads, kv_heads = query.shape[1], key.shape[1]
+        keys = key.repeat_interleave(heads // kv_heads, dim=1)
+        scores = (query.double() @ keys.double().transpose(-1, -2)) * scale_
+        tokens = query.shape[-2]
+        if attn_mask is not None:
+            if attn_mask.dtype == torch.bool:
+                scores = scores.masked_fill(~attn_mask, float("-inf"))
+            else:
+                scores = scores + attn_mask.double()
+        if is_causal:
+            upper = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), diagonal=1)
+            scores = scores.masked_fill(upper, float("-inf"))
+        calls.append((query, key, value, output.transpose(1, 2), torch.softmax(scores, dim=-1)))
+        return output
+
+    def enter():
+        functional.scaled_dot_product_attention = spy
+
+    def exit():
+        functional.scaled_dot_product_attention = real
+        assert len(calls) == len(attentions), "one SDPA call per layer expected"
+        for i, call in enumerate(calls):  # layers run in order, one call each
+            _record(found, i, *call)
+
+    return _Capture(enter, exit)
+
+
+def _capture_fused(names, attentions, index_of, found):
+    # Bloom, MPT: no attention interface. q/k/v are the fused projection's output split
+    # by the model's own rule, the weights are what the attention returns, the heads'
+    # outputs the output projection's input.
+    handles: list = []
+    parts: dict = {}
+
+    def enter():
+        for attention in attentions:
+            i = index_of[id(attention)]
+
+            def on_qkv(module, args, output, i=i, attention=attention):
+                parts[i] = names.split(attention, output)
+
+            def on_out(module, args, i=i, attention=attention):
+                merged = args[0]
+                parts[(i, "heads")] = merged.reshape(*merged.shape[:2], len(parts[i][0][0]), -1)
+
+            def on_attention(module, args, kwargs, output, i=i):
+                query, key, value = parts[i]
+                _record(found, i, query, key, value, parts[(i, "heads")], output[1])
+
+            handles.append(_get(attention, names.qkv_proj).register_forward_hook(on_qkv))
+            handles.append(_get(attention, names.out_proj).register_forward_pre_hook(on_out))
+            handles.append(attention.register_forward_hook(on_attention, with_kwargs=True))
+
+    def exit():
+        for handle in handles:
+            handle.remove()
+
+    return _Capture(enter, exit)

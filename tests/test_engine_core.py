@@ -12,26 +12,12 @@ import torch
 from nnterp_widgets import Unavailable
 from reference import reference_values
 from conftest import open_engine
+from seed_text import SEED_LM_HEAD, SEED_NO_MASK, SEED_GATED, SEED_PROBS
 
 PROMPT = "The Eiffel Tower is in"
 GREEDY = dict(temperature=0.0, max_tokens=1)
 TOL = dict(atol=1e-4, rtol=1e-4)
 
-# The seed's reasons, verbatim: the contract.
-SEED_LM_HEAD = (
-    "vLLM never calls lm_head: its logits processor projects with lm_head's weight and "
-    "applies any softcap and scale in the same call, on the last position only; read logits"
-)
-SEED_NO_MASK = "a vLLM request is one unpadded sequence; there is no mask"
-SEED_GATED = (
-    "a gated MLP on vLLM: act(gate) is never a module's output (gate_up_proj feeds act_fn, "
-    "an act-and-multiply kernel, whose output is already act(gate) * up), so it is not "
-    "served; mlp_neurons is the product"
-)
-SEED_PROBS = (
-    "AttributeError: next_token_probs is derived from the logits and cannot be assigned; "
-    "assign model.logits instead"
-)
 
 
 @pytest.fixture(scope="module", params=["qwen2", "gpt2"])

@@ -11,14 +11,11 @@ import torch
 
 from conftest import open_engine
 from reference import reference_attention, reference_values
+from seed_text import SEED_DECODE
 
 PROMPT = "The Eiffel Tower is in"
 GREEDY = dict(temperature=0.0, max_tokens=1)
 TOL = dict(atol=1e-4, rtol=1e-4)
-SEED_DECODE = (
-    "recomputed from this step's queries and keys, and on a decode step the earlier tokens' "
-    "keys are in vLLM's cache, which only its kernel reads; read it on the prefill"
-)
 INTERIOR = ("attention_queries", "attention_keys", "attention_values",
             "attention_head_outputs", "attention_probabilities")
 

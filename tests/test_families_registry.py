@@ -1,10 +1,22 @@
-"""Family lookup without an engine: known families, and a clear error for others."""
+"""Family lookup without an engine: known families, declarations, the generated table."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
-from nnterp_widgets.families.vllm import KNOWN, UnknownFamily, family_for
+from nnterp_widgets.checkpoints import SPECS
+from nnterp_widgets.families.vllm import KNOWN, UnknownFamily, families, family_for
+
+SEED_LATENT = (
+    "vLLM runs DeepSeek's latent attention in its own kernel, on compressed keys and values; "
+    "not mapped on vLLM"
+)
+SEED_ROUTED = (
+    "routed experts, inside vLLM's fused MoE kernel: there is no single activation or "
+    "down projection"
+)
 
 
 def test_unknown_model_type_names_the_known_families():
@@ -29,3 +41,98 @@ def test_unknown_checkpoint_fails_before_any_engine(tmp_path):
 def test_conventions():
     assert family_for("qwen2").convention == "fused pair"
     assert family_for("gpt2").convention == "plain stream"
+    for name in ("gptj", "falcon", "bloom", "mpt"):
+        assert family_for(name).convention == "plain stream", name
+    for name in ("gpt_neox", "phi", "olmo2", "olmo3"):
+        family = family_for(name)
+        assert family.convention == "plain stream, batch axis kept", name
+        assert family.backend == "transformers"
+        assert family.head_bias  # the backend always hands the processor lm_head.bias
+
+
+def test_every_known_family_is_a_module_with_a_checkpoint():
+    assert len(KNOWN) == len(set(KNOWN)) == 23
+    for name, family in families().items():
+        assert family.model_type == name
+        assert importlib.import_module(f"nnterp_widgets.families.vllm.{name}").FAMILY is family
+        assert name in SPECS, f"no tiny checkpoint for {name}"
+
+
+def test_reason_constants_are_the_seeds():
+    from nnterp_widgets.components.vllm.mlp import ROUTED
+    from nnterp_widgets.families.vllm import deepseek_v2, deepseek_v3
+
+    assert deepseek_v2.LATENT == SEED_LATENT
+    assert deepseek_v3.LATENT is deepseek_v2.LATENT
+    assert ROUTED == SEED_ROUTED
+
+
+def test_head_biases():
+    assert {name for name, family in families().items() if family.head_bias} == {
+        "gptj", "gpt_neox", "phi", "olmo2", "olmo3"}
+
+
+def _config(name):
+    from transformers import AutoConfig
+
+    spec = SPECS[name]
+    return AutoConfig.for_model(spec.model_type, **spec.config)
+
+
+@pytest.mark.parametrize("name", ["qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3"])
+def test_dense_blocks_of_a_mixture_are_overridden(name):
+    from nnterp_widgets.components.vllm.mlp import GatedMLP, RoutedMLP
+
+    family = family_for(name)
+    envoys = family.envoys(_config(name))
+    assert envoys["model.layers.0.mlp"] is GatedMLP
+    assert "model.layers.1.mlp" not in envoys
+    assert envoys["model.layers.*.mlp"] is RoutedMLP
+    # Overrides come first: nnsight takes the first matching path key.
+    keys = list(envoys)
+    assert keys.index("model.layers.0.mlp") < keys.index("model.layers.*.mlp")
+
+
+def test_qwen_moe_sparse_step_rule():
+    from nnterp_widgets.families.vllm.qwen2_moe import sparse_step_overrides
+    from transformers import Qwen2MoeConfig
+
+    config = Qwen2MoeConfig(num_hidden_layers=6, decoder_sparse_step=2, mlp_only_layers=[3], num_experts=4)
+    # Sparse where (i + 1) % 2 == 0 and i not in mlp_only_layers: 1 and 5.
+    assert sorted(sparse_step_overrides(config)) == [f"model.layers.{i}.mlp" for i in (0, 2, 3, 4)]
+
+
+def test_deepseek_dense_rule():
+    from nnterp_widgets.families.vllm.deepseek_v2 import dense_overrides
+    from transformers import DeepseekV3Config
+
+    config = DeepseekV3Config(num_hidden_layers=5, first_k_dense_replace=3, n_routed_experts=4)
+    assert sorted(dense_overrides(config)) == [f"model.layers.{i}.mlp" for i in range(3)]
+
+
+def test_gemma2_head_is_the_embedding():
+    names = family_for("gemma2").rename()
+    assert names["model.embed_tokens"] == ["embed_tokens", "lm_head"]
+
+
+def test_mpt_is_declared_with_the_engines_error():
+    family = family_for("mpt")
+    assert family.engine_error.startswith(
+        "Model architecture MptForCausalLM was supported in vLLM until v0.28.0, and is not supported anymore")
+    assert all(family_for(name).engine_error is None for name in KNOWN if name != "mpt")
+
+
+def test_families_doc_is_generated_from_the_code():
+    from nnterp_widgets.families.vllm.table import DOC, render
+
+    assert DOC.read_text() == render(), (
+        "docs/families.md is stale: run python -m nnterp_widgets.families.vllm.table")
+
+
+def test_families_doc_lists_every_family_and_reason():
+    from nnterp_widgets.families.vllm.table import render
+
+    text = render()
+    for name in KNOWN:
+        assert f"\n| {name} |" in text
+    assert SEED_LATENT in text and SEED_ROUTED in text

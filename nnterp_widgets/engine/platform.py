@@ -37,19 +37,92 @@ def prepare_environment() -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
 
 
+#: vLLM CPU ops that write a repacked copy of a weight into a preallocated output
+#: (``op(weight, output, isa)``) and that the CPU build registers no Meta kernel for.
+_PREPACK_OPS = ("prepack_moe_weight", "prepack_moe_weight_int8")
+_meta_library = None
+
+
+def _meta_prepack_kernels() -> None:
+    """No-op Meta kernels for `_PREPACK_OPS`, registered once.
+
+    The meta tree is built by running vLLM's loader on the meta device, which ends
+    with ``process_weights_after_loading``; on the CPU platform a mixture of experts
+    repacks its expert weights there (``cpu_prepack_moe_weight``), and the op has no
+    Meta kernel, so the build fails. On meta tensors there is nothing to repack: the
+    output is already allocated in the weight's shape, which is all the tree needs.
+    """
+    global _meta_library
+    if _meta_library is not None:
+        return
+    import torch
+
+    library = torch.library.Library("_C", "IMPL")
+    for name in _PREPACK_OPS:
+        try:
+            library.impl(name, lambda weight, output, isa: None, "Meta")
+        except RuntimeError:  # not in this build, or it has a Meta kernel already
+            continue
+    _meta_library = library
+
+
+@contextlib.contextmanager
+def _classes_left_as_found() -> Iterator[None]:
+    """Undo what vLLM's compile decorator does to classes it decorates during the build.
+
+    vLLM's Transformers backend (a family vLLM has no implementation of) decorates
+    transformers' own decoder class in place (``support_torch_compile``: a new base,
+    ``__init__`` and ``__call__``), and the meta tree is built in the caller's process.
+    Left so, that class no longer builds outside a vLLM config: the caller's own
+    ``AutoModelForCausalLM.from_pretrained`` of the same family raises ("Current vLLM
+    config is not set"). The meta tree is never run, so the class is put back as it
+    was once the tree is built; the engine's processes decorate their own copy.
+    """
+    try:
+        from vllm.compilation import decorators
+    except ImportError:  # pragma: no cover - no vLLM, nothing decorates
+        yield
+        return
+    real = decorators._support_torch_compile
+    found: list[tuple[type, tuple, dict]] = []
+
+    def recording(cls, *args, **kwargs):
+        found.append((cls, cls.__bases__, dict(vars(cls))))
+        return real(cls, *args, **kwargs)
+
+    decorators._support_torch_compile = recording
+    try:
+        yield
+    finally:
+        decorators._support_torch_compile = real
+        for cls, bases, namespace in reversed(found):
+            for name in [name for name in vars(cls) if name not in namespace]:
+                delattr(cls, name)
+            for name, value in namespace.items():
+                if name not in ("__dict__", "__weakref__") and vars(cls).get(name) is not value:
+                    setattr(cls, name, value)
+            if cls.__bases__ != bases:
+                cls.__bases__ = bases
+
+
 @contextlib.contextmanager
 def meta_build() -> Iterator[None]:
     """Building the meta tree calls ``torch.accelerator.empty_cache()``, which raises on
     a host without an accelerator; it has nothing to empty there, so it is a no-op
-    for the duration of the build."""
+    for the duration of the build. On vLLM's CPU platform its weight-prepacking ops
+    also need Meta kernels (`_meta_prepack_kernels`). Classes vLLM decorates while
+    building are put back afterwards (`_classes_left_as_found`)."""
     import torch
 
-    if torch.accelerator.current_accelerator() is not None:
-        yield
-        return
-    real = torch.accelerator.empty_cache
-    torch.accelerator.empty_cache = lambda *args, **kwargs: None
-    try:
-        yield
-    finally:
-        torch.accelerator.empty_cache = real
+    if on_cpu():
+        _meta_prepack_kernels()
+    with _classes_left_as_found():
+        if torch.accelerator.current_accelerator() is not None:
+            yield
+            return
+        real = torch.accelerator.empty_cache
+        torch.accelerator.empty_cache = lambda *args, **kwargs: None
+        try:
+            yield
+        finally:
+            torch.accelerator.empty_cache = real

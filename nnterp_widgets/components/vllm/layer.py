@@ -111,6 +111,9 @@ class Layer(StandardEnvoy):
     """A decoder block; its attention and MLP are ``self_attn`` and ``mlp`` (the
     family's ``rename`` aliases them where vLLM spells them otherwise)."""
 
+    #: How the block passes the stream, as the docs name it.
+    CONVENTION = ""
+
     @staticmethod
     def output_of(stream: torch.Tensor) -> Any:  # pragma: no cover - per convention
         raise NotImplementedError
@@ -123,6 +126,8 @@ class Layer(StandardEnvoy):
 class FusedLayer(Layer):
     """A block passing the stream as ``(hidden_states, residual)``."""
 
+    CONVENTION = "fused pair"
+
     @staticmethod
     def output_of(stream: torch.Tensor) -> Any:
         """The block's output layout for a flat ``[tokens, hidden]`` stream."""
@@ -134,6 +139,8 @@ class FusedLayer(Layer):
 
 class PlainLayer(Layer):
     """A block passing the stream as one tensor."""
+
+    CONVENTION = "plain stream"
 
     @staticmethod
     def output_of(stream: torch.Tensor) -> Any:

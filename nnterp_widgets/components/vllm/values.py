@@ -117,9 +117,16 @@ def unavailable(name: str, reason: str) -> property:
 
 # Small layout helpers shared by the components.
 
-def batched(tensor: torch.Tensor) -> torch.Tensor:
-    """vLLM's flat ``[tokens, ...]`` slab as a private ``[1, tokens, ...]`` copy."""
-    return tensor.clone().unsqueeze(0)
+def batched(tensor: torch.Tensor, features: int = 1) -> torch.Tensor:
+    """A location's tokens as a private ``[1, tokens, *features]`` copy.
+
+    ``features`` is how many trailing axes are per token (1 for a stream, 0 for ids).
+    The tensor is either vLLM's flat ``[tokens, *features]`` slab (a model vLLM
+    implements itself) or the ``[1, tokens, *features]`` batch of one that vLLM's
+    Transformers backend runs its modules on; both read the same way.
+    """
+    tail = tensor.shape[tensor.dim() - features:] if features else ()
+    return tensor.clone().reshape(1, -1, *tail)
 
 
 def unbatched(value: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

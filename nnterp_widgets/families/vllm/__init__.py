@@ -7,7 +7,36 @@ import importlib
 from .base import Family
 
 #: model_type -> module under this package that declares ``FAMILY``.
-KNOWN = ("qwen2", "llama", "gpt2")
+KNOWN = (
+    # Fused (hidden, residual) pairs, gated MLPs.
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "phi3",
+    # Plain streams.
+    "gpt2",
+    "gptj",
+    "falcon",
+    "bloom",
+    "mpt",
+    # vLLM's Transformers backend.
+    "gpt_neox",
+    "phi",
+    "olmo2",
+    "olmo3",
+    # Mixtures of experts.
+    "mixtral",
+    "qwen2_moe",
+    "qwen3_moe",
+    "olmoe",
+    # Latent attention.
+    "deepseek_v2",
+    "deepseek_v3",
+)
 
 
 class UnknownFamily(ValueError):

@@ -7,7 +7,13 @@ from typing import Any, Callable
 
 from ...components.vllm.attention import Attention
 from ...components.vllm.layer import FusedLayer, Layer
-from ...components.vllm.mlp import GatedMLP, MLP
+from ...components.vllm.mlp import GatedMLP
+
+#: Where a family's modules come from.
+NATIVE = "native"
+#: vLLM has no implementation of its own and runs transformers' modules
+#: (`TransformersForCausalLM`, see `components.vllm.transformers_backend`).
+TRANSFORMERS = "transformers"
 
 
 @dataclass(frozen=True)
@@ -25,7 +31,7 @@ class Family:
     attention: str = "self_attn"
     mlp: str = "mlp"
     layer_cls: type[Layer] = FusedLayer
-    attention_cls: type[Attention] = Attention
+    attention_cls: type = Attention
     mlp_cls: type = GatedMLP
     #: Native path of the head whose weight the logits processor projects with.
     lm_head: str = "lm_head"
@@ -34,31 +40,57 @@ class Family:
     #: Per-block class overrides, native path key -> class, tried before the general
     #: ones (DeepSeek's first dense MLP among routed ones).
     overrides: dict[str, type] = field(default_factory=dict)
+    #: Overrides that depend on the checkpoint: ``config -> {path key: class}``
+    #: (which blocks of a mixture of experts are dense is a config field).
+    block_overrides: Callable[[Any], dict[str, type]] | None = None
     #: Extra ``rename`` entries (e.g. a module class -> "self_attn").
     extra_rename: Callable[[], dict] | None = None
     #: Reads a size the transformers config spells its own way.
     sizes: dict[str, Callable[[Any], int]] = field(default_factory=dict)
+    #: `NATIVE` (vLLM's own implementation) or `TRANSFORMERS` (its Transformers backend).
+    backend: str = NATIVE
+    #: vLLM's class for this model_type, as the docs name it.
+    vllm_class: str = ""
+    #: The engine's own error where vLLM cannot run this family at all; ``None`` if it runs.
+    engine_error: str | None = None
     notes: str = ""
 
     @property
     def convention(self) -> str:
-        return "fused pair" if issubclass(self.layer_cls, FusedLayer) else "plain stream"
+        return self.layer_cls.CONVENTION
 
     def rename(self) -> dict:
-        names = {self.embed: "embed_tokens", self.layers: "layers", self.norm: "norm"}
+        names: dict = {}
+
+        def add(key, alias):
+            if key in names:
+                known = names[key]
+                names[key] = [*([known] if isinstance(known, str) else known), alias]
+            else:
+                names[key] = alias
+
+        add(self.embed, "embed_tokens")
+        add(self.layers, "layers")
+        add(self.norm, "norm")
         if self.lm_head != "lm_head":
-            names[self.lm_head] = "lm_head"
+            # Gemma-2's logits processor projects with the embedding itself: one
+            # module, two standard names.
+            add(self.lm_head, "lm_head")
         if self.attention != "self_attn" and self.extra_rename is None:
-            names[self.attention] = "self_attn"
+            add(self.attention, "self_attn")
         if self.mlp != "mlp":
-            names[self.mlp] = "mlp"
+            add(self.mlp, "mlp")
         if self.extra_rename is not None:
-            names.update(self.extra_rename())
+            for key, alias in self.extra_rename().items():
+                add(key, alias)
         return names
 
-    def envoys(self) -> dict:
+    def envoys(self, config: Any = None) -> dict:
+        """The ``envoys=`` map: per-block overrides first, then the general classes."""
+        per_block = self.block_overrides(config) if (self.block_overrides and config is not None) else {}
         return {
             **self.overrides,
+            **per_block,
             f"{self.layers}.*": self.layer_cls,
             f"{self.layers}.*.{self.attention}": self.attention_cls,
             f"{self.layers}.*.{self.mlp}": self.mlp_cls,

@@ -27,4 +27,9 @@ FAMILY = Family(
     mlp_cls=GPT2MLP,
     extra_rename=_rename,
     sizes={"intermediate_size": lambda config: config.n_inner or 4 * config.n_embd},
+    vllm_class="GPT2LMHeadModel",
+    notes=(
+        "token_embeddings is the token lookup (wte); layers[0].layer_input adds the "
+        "position embeddings (wpe); plain MLP: mlp_activation is mlp_neurons; tied head"
+    ),
 )

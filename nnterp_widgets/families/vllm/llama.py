@@ -2,4 +2,4 @@
 
 from .base import Family
 
-FAMILY = Family("llama")
+FAMILY = Family("llama", vllm_class="LlamaForCausalLM")

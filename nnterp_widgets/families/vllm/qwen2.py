@@ -2,4 +2,4 @@
 
 from .base import Family
 
-FAMILY = Family("qwen2")
+FAMILY = Family("qwen2", vllm_class="Qwen2ForCausalLM", notes="qkv bias; tied embeddings in the small checkpoints")

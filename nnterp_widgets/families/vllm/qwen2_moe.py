@@ -1,0 +1,34 @@
+"""Qwen2-MoE: routed experts plus a gated shared expert; some blocks may be dense.
+
+A block is sparse unless it is in ``mlp_only_layers`` or off the
+``decoder_sparse_step`` beat (vLLM's and transformers' rule); a dense block is an
+ordinary gated MLP and serves its neurons.
+"""
+
+from ...components.vllm.mlp import GatedMLP, RoutedMLP
+from .base import Family
+
+
+def sparse_step_overrides(config) -> dict:
+    """Dense blocks of a Qwen-MoE checkpoint -> `GatedMLP`."""
+    dense_only = set(getattr(config, "mlp_only_layers", None) or ())
+    step = getattr(config, "decoder_sparse_step", 1) or 1
+    experts = getattr(config, "num_experts", 0) or 0
+    return {
+        f"model.layers.{i}.mlp": GatedMLP
+        for i in range(config.num_hidden_layers)
+        if i in dense_only or not (experts > 0 and (i + 1) % step == 0)
+    }
+
+
+FAMILY = Family(
+    "qwen2_moe",
+    mlp_cls=RoutedMLP,
+    block_overrides=sparse_step_overrides,
+    vllm_class="Qwen2MoeForCausalLM",
+    notes=(
+        "sparse blocks: mlp_output is the routed experts plus the sigmoid-gated shared "
+        "expert, and nothing inside is served; dense blocks (mlp_only_layers, "
+        "decoder_sparse_step) are gated MLPs serving mlp_neurons"
+    ),
+)
