@@ -8,33 +8,26 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import sys
+from pathlib import Path
 
 from common import report
 
-CHILD = r"""
-import json, os, sys, time
-os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-kind, path = sys.argv[1], sys.argv[2]
-if __name__ == "__main__":
-    start = time.perf_counter()
-    if kind == "raw":
-        from vllm import LLM
-        llm = LLM(path, dtype="float32", gpu_memory_utilization=0.3, enforce_eager=True)
-    else:
-        from nnterp_widgets import StandardizedVLLM
-        llm = StandardizedVLLM(path, dtype="float32", gpu_memory_utilization=0.3)
-    print("RESULT", json.dumps({"seconds": time.perf_counter() - start}), flush=True)
-    os._exit(0)
-"""
+CHILD = Path(__file__).resolve().parent / "start_child.py"
 
 
 def start_seconds(kind: str, path: str) -> float:
-    out = subprocess.run([sys.executable, "-c", CHILD, kind, path], capture_output=True, text=True, timeout=600)
-    for line in out.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])["seconds"]
-    raise RuntimeError(f"{kind} start failed:\n{out.stderr[-2000:]}")
+    # The result comes back in a file: vLLM's engine processes inherit the child's
+    # pipes, so reading its stdout to EOF would wait on them too.
+    with tempfile.TemporaryDirectory() as folder:
+        result = Path(folder) / "result.json"
+        with open(Path(folder) / "log.txt", "w") as log:
+            subprocess.run([sys.executable, str(CHILD), kind, path, str(result)],
+                           stdout=log, stderr=subprocess.STDOUT, timeout=600)
+        if not result.exists():
+            raise RuntimeError(f"{kind} start failed:\n{(Path(folder) / 'log.txt').read_text()[-2000:]}")
+        return json.loads(result.read_text())["seconds"]
 
 
 def main(repeat: int = 2) -> str:

