@@ -55,7 +55,8 @@ def build_tree(model: Any, result: PromptResult | None = None) -> list[dict]:
     for name in ("embed_tokens", "norm", "lm_head"):
         envoy = getattr(model, name, None)
         if envoy is not None:
-            standard[envoy.path] = (name, ())
+            # A tied head is the embedding's own envoy (Gemma-2): keep the first name.
+            standard.setdefault(envoy.path, (name, ()))
 
     def node(envoy: Any, native: str, repeat: dict | None) -> dict:
         name, values = standard.get(envoy.path, (None, ()))
