@@ -1,6 +1,6 @@
 """``nnterp-widgets`` / ``python -m nnterp_widgets``: the demo on the embedded checkpoint.
 
-    nnterp-widgets lab     open JupyterLab on notebooks/ (the tour: the explorer)
+    nnterp-widgets [lab] [JupyterLab options]   open JupyterLab on notebooks/ (the tour)
     nnterp-widgets demo    print support() and a logit lens of one prompt, no browser
 """
 
@@ -51,7 +51,10 @@ def _lab(args: argparse.Namespace) -> int:
 
     checkpoint()  # built before the notebook opens, so the tour starts at once
     notebooks = Path(args.notebooks).resolve()
-    command = [sys.executable, "-m", "jupyter", "lab", str(notebooks), *args.lab_args]
+    extra = list(args.lab_args)
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
+        extra.append("--allow-root")  # JupyterLab refuses root otherwise (containers, CI boxes)
+    command = [sys.executable, "-m", "jupyter", "lab", str(notebooks), *extra]
     print(" ".join(command), flush=True)
     return subprocess.call(command, env=os.environ.copy())
 
@@ -67,11 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     demo.set_defaults(run=_demo)
     lab = commands.add_parser("lab", help="open JupyterLab on the tour notebook")
     lab.add_argument("--notebooks", default=str(Path(__file__).resolve().parent.parent / "notebooks"))
-    lab.add_argument("lab_args", nargs=argparse.REMAINDER)
     lab.set_defaults(run=_lab)
-    args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["lab", *(argv or [])])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in ("demo", "lab", "-h", "--help"):
+        argv = ["lab", *argv]  # the default command; JupyterLab's own options pass through
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "demo" and rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.lab_args = rest
     return args.run(args)
 
 
