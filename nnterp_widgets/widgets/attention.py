@@ -15,7 +15,6 @@ message line says why.
 
 from __future__ import annotations
 
-import contextlib
 from functools import partial
 
 import ipywidgets
@@ -23,99 +22,28 @@ import plotly.graph_objects as go
 import traitlets
 
 from ..session.panels import AttentionPanel, PromptResult
-from .figures import attention_figure, for_widget, head_grid_figure, selection_shapes
+from .figures import attention_figure, head_grid_figure, selection_shapes
+from .plot_panel import PlotPanel, clicked, show_figure
 
-__all__ = ["AttentionView", "show_figure", "status_text"]
-
-STATES = ("idle", "busy", "error")
-
-
-def status_text(status: dict) -> str:
-    """The status line for a ``{"state", "message"}`` dict (plain text)."""
-    state = status.get("state", "idle")
-    message = status.get("message", "") or ""
-    if state == "busy":
-        return f"busy… {message}".rstrip()
-    if state == "error":
-        return f"error: {message}" if message else "error"
-    return message
+__all__ = ["AttentionView"]
 
 
-def show_figure(widget: go.FigureWidget, fig: go.Figure) -> bool:
-    """Make ``widget`` show ``fig``; returns True when its traces had to be replaced.
-
-    The widget gets :func:`~.figures.for_widget` ``(fig)``: heatmaps in column form, so
-    their numbers travel to the browser as binary buffers, not JSON (figures.py, COLUMNS).
-    When the traces are the same kinds as before they are updated in place (so click
-    callbacks stay registered and the browser keeps its zoom, helped by ``uirevision``);
-    properties the new figure lacks are unset. Otherwise the traces are replaced and the
-    caller registers its callbacks again.
-    """
-    fig = for_widget(fig)
-    replaced = [t.type for t in widget.data] != [t.type for t in fig.data]
-    with widget.batch_update():
-        if replaced:
-            widget.data = ()
-            widget.add_traces(list(fig.data))
-            widget.layout = fig.layout
-        else:
-            for old, new in zip(widget.data, fig.data):
-                props = new.to_plotly_json()
-                props.pop("type", None)
-                for key in old.to_plotly_json():
-                    if key not in props and key not in ("type", "uid"):
-                        props[key] = None
-                old.update(props)
-            layout = fig.layout.to_plotly_json()
-            layout.pop("template", None)  # the same default template every time
-            for key in widget.layout.to_plotly_json():
-                if key not in layout and key != "template":
-                    layout[key] = None
-            widget.layout.update(layout)
-    return replaced
-
-
-def _clicked(points, axis: str) -> int | None:
-    """The clicked cell's position on ``axis`` ("x" or "y"), or None if no point of this trace."""
-    inds = list(getattr(points, "point_inds", None) or [])
-    if not inds:
-        return None
-    values = list(getattr(points, "xs" if axis == "x" else "ys", None) or [])
-    if values and values[0] is not None:
-        return int(round(float(values[0])))
-    first = inds[0]  # a 2-D heatmap reports [row, column]; one in column form, the cell's index
-    if isinstance(first, (list, tuple)):
-        return int(first[1] if axis == "x" else first[0])
-    return None
-
-
-class AttentionView(ipywidgets.VBox):
+class AttentionView(PlotPanel):
     """A layer / head picker, the chosen head's heatmap and a grid of all heads."""
 
     layer = traitlets.Int(0)
     head = traitlets.Int(0)
-    selected_token = traitlets.Int(-1)
-    status = traitlets.Dict({"state": "idle", "message": ""})
 
     def __init__(self, result: PromptResult | None = None, layer: int = 0, head: int = 0, **kwargs):
-        self._result: PromptResult | None = None
         self._panel: AttentionPanel | None = None
-        self._holding = False
         self.layer_input = ipywidgets.IntText(value=layer, description="layer", layout=ipywidgets.Layout(width="150px"))
         self.head_input = ipywidgets.IntText(value=head, description="head", layout=ipywidgets.Layout(width="150px"))
         self.range_label = ipywidgets.Label("")
-        self.message = ipywidgets.Label("")
-        self.status_label = ipywidgets.Label("")
         self.figure = go.FigureWidget()
         self.grid = go.FigureWidget()
         super().__init__(
-            children=[
-                ipywidgets.HBox([self.layer_input, self.head_input, self.range_label]),
-                self.message,
-                self.status_label,
-                self.figure,
-                self.grid,
-            ],
+            [ipywidgets.HBox([self.layer_input, self.head_input, self.range_label])],
+            [self.figure, self.grid],
             **kwargs,
         )
         with self._hold():
@@ -123,16 +51,10 @@ class AttentionView(ipywidgets.VBox):
         self.layer_input.observe(partial(self._on_input, "layer"), "value")
         self.head_input.observe(partial(self._on_input, "head"), "value")
         self.observe(self._on_view_change, ["layer", "head"])
-        self.observe(self._on_selected, "selected_token")
-        self.observe(self._on_status, "status")
         if result is not None:
             self.update(result)
 
     # ------------------------------------------------------------------ public
-
-    @property
-    def result(self) -> PromptResult | None:
-        return self._result
 
     @property
     def panel(self) -> AttentionPanel | None:
@@ -143,12 +65,6 @@ class AttentionView(ipywidgets.VBox):
     def layers(self) -> list[int]:
         """The layers this prompt has a pattern for."""
         return sorted(self._result.patterns) if self._result is not None else []
-
-    def set_status(self, state: str, message: str = "") -> None:
-        """Show the session's state: ``"busy"`` (a request is running), ``"error"`` or ``"idle"``."""
-        if state not in STATES:
-            raise ValueError(f"status state must be one of {STATES}, got {state!r}")
-        self.status = {"state": state, "message": message}
 
     def update(self, result: PromptResult) -> None:
         """Show a new prompt, keeping layer / head / selection where still valid, else clamping."""
@@ -185,15 +101,6 @@ class AttentionView(ipywidgets.VBox):
 
     # ------------------------------------------------------------------ checks
 
-    @contextlib.contextmanager
-    def _hold(self):
-        """Set traits without validation or re-rendering (``update`` has checked them)."""
-        held, self._holding = self._holding, True
-        try:
-            yield
-        finally:
-            self._holding = held
-
     def _refuse(self, problem: str, kept):
         if self._panel is not None:
             problem += f"; still showing layers[{self.layer}] head {self.head}"
@@ -220,17 +127,6 @@ class AttentionView(ipywidgets.VBox):
         heads = self._panel.num_heads
         if not 0 <= value < heads:
             return self._refuse(f"head {value} is out of range: layers[{self.layer}] has heads 0..{heads - 1}", self.head)
-        return value
-
-    @traitlets.validate("selected_token")
-    def _valid_selected(self, proposal):
-        value = proposal["value"]
-        if self._holding or self._result is None:
-            return value
-        count = len(self._result.tokens)
-        if not -1 <= value < count:
-            self.message.value = f"token {value} is out of range: positions 0..{count - 1}, or -1 for none"
-            return self.selected_token
         return value
 
     # ------------------------------------------------------------------ rendering
@@ -278,12 +174,9 @@ class AttentionView(ipywidgets.VBox):
         count = len(self._panel.tokens)
         self.figure.layout.shapes = selection_shapes(count, change["new"], row=True, column=True)
 
-    def _on_status(self, change) -> None:
-        self.status_label.value = status_text(change["new"])
-
     def _on_main_click(self, trace, points, state=None) -> None:
         """Click on the head's heatmap: select that query token (the row)."""
-        query = _clicked(points, "y")
+        query = clicked(points, "y")
         if query is not None:
             self.selected_token = query
 

@@ -1,0 +1,132 @@
+"""What the plotly panels share: status and message lines, a linked ``selected_token``,
+and showing a figure in a `FigureWidget` (heatmaps in column form, so that their
+numbers travel as binary buffers)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import ipywidgets
+import plotly.graph_objects as go
+import traitlets
+
+from ..session.panels import PromptResult
+from .figures import for_widget
+
+STATES = ("idle", "busy", "error")
+
+
+def status_text(status: dict) -> str:
+    """The status line for a ``{"state", "message"}`` dict (plain text)."""
+    state = status.get("state", "idle")
+    message = status.get("message", "") or ""
+    if state == "busy":
+        return f"busy… {message}".rstrip()
+    if state == "error":
+        return f"error: {message}" if message else "error"
+    return message
+
+
+def show_figure(widget: go.FigureWidget, fig: go.Figure) -> bool:
+    """Make ``widget`` show ``fig``; returns True when its traces had to be replaced.
+
+    The widget gets :func:`~.figures.for_widget` ``(fig)``: heatmaps in column form, so
+    their numbers travel to the browser as binary buffers, not JSON (figures.py, COLUMNS).
+    When the traces are the same kinds as before they are updated in place (so click
+    callbacks stay registered and the browser keeps its zoom, helped by ``uirevision``);
+    properties the new figure lacks are unset. Otherwise the traces are replaced and the
+    caller registers its callbacks again.
+    """
+    fig = for_widget(fig)
+    replaced = [t.type for t in widget.data] != [t.type for t in fig.data]
+    with widget.batch_update():
+        if replaced:
+            widget.data = ()
+            widget.add_traces(list(fig.data))
+            widget.layout = fig.layout
+        else:
+            for old, new in zip(widget.data, fig.data):
+                props = new.to_plotly_json()
+                props.pop("type", None)
+                for key in old.to_plotly_json():
+                    if key not in props and key not in ("type", "uid"):
+                        props[key] = None
+                old.update(props)
+            layout = fig.layout.to_plotly_json()
+            layout.pop("template", None)  # the same default template every time
+            for key in widget.layout.to_plotly_json():
+                if key not in layout and key != "template":
+                    layout[key] = None
+            widget.layout.update(layout)
+    return replaced
+
+
+def clicked(points, axis: str) -> int | None:
+    """The clicked cell's position on ``axis`` ("x" or "y"), or None if no point of this trace."""
+    inds = list(getattr(points, "point_inds", None) or [])
+    if not inds:
+        return None
+    values = list(getattr(points, "xs" if axis == "x" else "ys", None) or [])
+    if values and values[0] is not None:
+        return int(round(float(values[0])))
+    first = inds[0]  # a 2-D heatmap reports [row, column]; one in column form, the cell's index
+    if isinstance(first, (list, tuple)):
+        return int(first[1] if axis == "x" else first[0])
+    return None
+
+
+class PlotPanel(ipywidgets.VBox):
+    """A panel: ``controls``, a message line, a status line, then ``figures``.
+
+    ``selected_token`` (``-1`` for none) is validated against the prompt on screen: an
+    out-of-range value is refused (the trait keeps its value) and the message says why.
+    ``status`` is ``{"state": "idle" | "busy" | "error", "message": str}``.
+    """
+
+    selected_token = traitlets.Int(-1)
+    status = traitlets.Dict({"state": "idle", "message": ""})
+
+    def __init__(self, controls: list, figures: list, **kwargs) -> None:
+        self._result: PromptResult | None = None
+        self._holding = False
+        self.message = ipywidgets.Label("")
+        self.status_label = ipywidgets.Label("")
+        super().__init__(children=[*controls, self.message, self.status_label, *figures], **kwargs)
+        self.observe(self._on_selected, "selected_token")
+        self.observe(self._on_status, "status")
+
+    @property
+    def result(self) -> PromptResult | None:
+        return self._result
+
+    def set_status(self, state: str, message: str = "") -> None:
+        """Show the session's state: ``"busy"`` (a request is running), ``"error"`` or ``"idle"``."""
+        if state not in STATES:
+            raise ValueError(f"status state must be one of {STATES}, got {state!r}")
+        self.status = {"state": state, "message": message}
+
+    @contextlib.contextmanager
+    def _hold(self):
+        """Set traits without validation or re-rendering (``update`` has checked them)."""
+        held, self._holding = self._holding, True
+        try:
+            yield
+        finally:
+            self._holding = held
+
+    @traitlets.validate("selected_token")
+    def _valid_selected(self, proposal):
+        value = proposal["value"]
+        if self._holding or self._result is None:
+            return value
+        count = len(self._result.tokens)
+        if not -1 <= value < count:
+            self.message.value = f"token {value} is out of range: positions 0..{count - 1}, or -1 for none"
+            return self.selected_token
+        return value
+
+    def _on_selected(self, change) -> None:  # pragma: no cover - each panel draws its own
+        pass
+
+    def _on_status(self, change) -> None:
+        self.status_label.value = status_text(change["new"])
