@@ -211,9 +211,11 @@ def test_logits_assignment_changes_the_sample(engine, values):
     assert result.outputs[0].token_ids[0] == target
 
 
-def test_invokes_are_private_requests(engine, values):
+def test_invokes_are_private_requests(engine, reference):
+    # Two prompts of different lengths in one trace: each invoke sees only its own
+    # request, as transformers computes each prompt alone.
     other = "Paris is the capital of France"
-    alone = _trace_values(engine, other)
+    alone = reference_values(engine.args[0], engine.family_name, other)
     with engine.trace(**GREEDY) as tracer:
         with tracer.invoke(PROMPT):
             a = engine.layers[-1].layer_output.save()
@@ -222,9 +224,9 @@ def test_invokes_are_private_requests(engine, values):
             b = engine.layers[-1].layer_output.save()
             lb = engine.logits.save()
     last = engine.num_layers - 1
-    torch.testing.assert_close(a, values[("layer_output", last)], **TOL)
+    torch.testing.assert_close(a, reference[("layer_output", last)], **TOL)
     torch.testing.assert_close(b, alone[("layer_output", last)], **TOL)
-    torch.testing.assert_close(la, values["logits"], **TOL)
+    torch.testing.assert_close(la, reference["logits"], **TOL)
     torch.testing.assert_close(lb, alone["logits"], **TOL)
     assert a.shape[1] != b.shape[1]
 
@@ -242,11 +244,11 @@ def test_methods_outside_a_trace(engine):
         engine.rank(0)
 
 
-def test_topk_closest_tokens(engine, values):
+def test_topk_closest_tokens(engine, reference):
     with engine.trace(PROMPT, **GREEDY):
         top = engine.get_topk_closest_tokens(engine.layers[-1].layer_output[:, -1:], 3).save()
     assert top.shape == (1, 1, 3)
-    assert top[0, 0].tolist() == values["logits"][0, 0].topk(3).indices.tolist()
+    assert top[0, 0].tolist() == reference["logits"][0, 0].topk(3).indices.tolist()
 
 
 def test_sizes(engine):
