@@ -49,6 +49,9 @@
  * The JS sends no custom messages (model.send is unused) and writes only `selected` and
  * `selected_token`. Every trait change re-renders the affected part; expansion state,
  * filter text, scroll and keyboard focus are kept across re-renders (they are view-local,
+ * theme (str, JS writes): "light" or "dark", the page's theme (JupyterLab's
+ *     data-jp-theme-light on the body, else the background's luminance), reported at
+ *     render and on every theme change so the plotly panels can follow it.
  * not synced). render() returns a cleanup function that removes all listeners and the DOM.
  *
  * Safety: data is only ever put into the DOM with createElement / textContent /
@@ -299,6 +302,17 @@ function kidsOf(item) {
   if (item.kind === "node") return item.values.concat(item.children);
   if (item.kind === "group") return item.members;
   return [];
+}
+
+/* ------------------------------------------------------------------------ theme */
+
+function pageTheme() {
+  const rgb = (getComputedStyle(document.body).backgroundColor.match(/[\d.]+/g) || []).map(Number);
+  if (rgb.length < 3 || (rgb.length > 3 && rgb[3] === 0)) {
+    return window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light";
+  }
+  const [r, g, b] = rgb;
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b < 128 ? "dark" : "light";
 }
 
 /* ------------------------------------------------------------------------ render */
@@ -932,8 +946,26 @@ function render({ model, el }) {
   renderStatus();
   renderPreview();
 
+  // The page's theme, reported to Python so the plotly panels can follow it: plotly
+  // cannot read JupyterLab's CSS variables. JupyterLab marks the body with
+  // data-jp-theme-light; elsewhere the page background's luminance decides.
+  const reportTheme = () => {
+    if (disposed) return;
+    const mark = document.body && document.body.dataset ? document.body.dataset.jpThemeLight : undefined;
+    const theme = mark !== undefined ? (mark === "true" ? "light" : "dark") : pageTheme();
+    if (model.get("theme") !== theme) {
+      model.set("theme", theme);
+      model.save_changes();
+    }
+  };
+  reportTheme();
+  const themeWatch = typeof MutationObserver === "function" && document.body
+    ? new MutationObserver(reportTheme) : null;
+  if (themeWatch) themeWatch.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light", "data-jp-theme-name", "class"] });
+
   return () => {
     disposed = true;
+    if (themeWatch) themeWatch.disconnect();
     for (const [ev, fn] of guarded) model.off(ev, fn);
     ac.abort();
     root.remove();

@@ -778,3 +778,19 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
     finally:
         server.shutdown()
     assert errors == [] and dialogs == []
+
+
+def test_panels_follow_the_page_theme():
+    """The module tree reports the page's theme; the plotly panels switch template."""
+    import plotly.io as pio
+
+    from nnterp_widgets.widgets.lens import LogitLens
+
+    result = make_result()
+    lens = LogitLens(result)
+    light = lens.figure.layout.template.layout.paper_bgcolor
+    lens.theme = "dark"
+    assert lens.figure.layout.template.layout.paper_bgcolor == pio.templates["plotly_dark"].layout.paper_bgcolor
+    assert lens.figure.layout.template.layout.paper_bgcolor != light
+    lens.update(result)  # a new prompt keeps the theme
+    assert lens.figure.layout.template.layout.paper_bgcolor == pio.templates["plotly_dark"].layout.paper_bgcolor

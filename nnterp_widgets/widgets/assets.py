@@ -14,6 +14,7 @@ synced traits (all ``.tag(sync=True)``)::
     status         = traitlets.Dict({"state": "idle", "message": ""})  # idle | busy | error
     prompt_tokens  = traitlets.List(traitlets.Unicode())
     selected_token = traitlets.Int(-1)            # JS writes on chip / preview-row click
+    theme          = traitlets.Unicode("light")   # JS writes the page's theme: "light" | "dark"
 
     Node  = {"id": str, "name": str, "native": str, "type": str, "standard": bool,
              "repeat": None | {"group": str, "index": int, "count": int},
@@ -25,7 +26,7 @@ synced traits (all ``.tag(sync=True)``)::
 ``preview_data`` is sent as a binary buffer (ipywidgets does that for ``bytes``), e.g.
 ``np.ascontiguousarray(slice_, dtype="<f4").tobytes()``; ``preview["rows"][i]`` labels row i
 (token i of the prompt unless ``preview["row_tokens"][i]`` says otherwise). The JS writes only
-``selected`` and ``selected_token``, never for an unavailable value, and sends no custom
+``selected``, ``selected_token`` and ``theme``, never for an unavailable value, and sends no custom
 messages. Set ``selected`` from Python to highlight and reveal a value.
 """
 

@@ -23,7 +23,7 @@ import traitlets
 
 from ..session.panels import AttentionPanel, PromptResult
 from .figures import attention_figure, head_grid_figure, selection_shapes
-from .plot_panel import PlotPanel, clicked, show_figure
+from .plot_panel import PlotPanel, clicked
 
 __all__ = ["AttentionView"]
 
@@ -78,8 +78,8 @@ class AttentionView(PlotPanel):
             selected = count - 1
         if not layers:
             self._panel = None
-            show_figure(self.figure, go.Figure(layout=dict(title=dict(text="no attention pattern"))))
-            show_figure(self.grid, go.Figure())
+            self._show(self.figure, go.Figure(layout=dict(title=dict(text="no attention pattern"))))
+            self._show(self.grid, go.Figure())
             self.range_label.value = ""
             notes.insert(0, "this prompt has no attention pattern (the model family records none)")
         else:
@@ -147,10 +147,10 @@ class AttentionView(PlotPanel):
                 self._sync_inputs()
                 self.message.value = f"layers[{layer}] has heads 0..{self._panel.num_heads - 1}; showing head {self.head}"
         panel = self._panel
-        if show_figure(self.figure, attention_figure(panel, self.head, self.selected_token)):
+        if self._show(self.figure, attention_figure(panel, self.head, self.selected_token)):
             self.figure.data[0].on_click(self._on_main_click)
         if layer_changed:
-            show_figure(self.grid, head_grid_figure(panel))
+            self._show(self.grid, head_grid_figure(panel))
             for index, trace in enumerate(self.grid.data):  # each trace is one head
                 trace.on_click(partial(self._on_grid_click, index))
         layers = self.layers

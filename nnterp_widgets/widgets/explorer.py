@@ -47,6 +47,8 @@ class Explorer(widgets.VBox):
         self.panels = (self.tree, self.attention, self.lens)
         for panel in self.panels:
             traitlets.link((self, "selected_token"), (panel, "selected_token"))
+        for panel in (self.attention, self.lens):
+            traitlets.dlink((self.tree, "theme"), (panel, "theme"))  # plotly follows the page
         self.prompt_box.observe(lambda change: self.run(change["new"]), names="value")
         self.run_button.on_click(lambda button: self.run(self.prompt_box.value))
         super().__init__(

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 from ..session.panels import PromptResult
 from .figures import lens_figure, selection_shapes
-from .plot_panel import PlotPanel, clicked, show_figure
+from .plot_panel import PlotPanel, clicked
 
 __all__ = ["LogitLens"]
 
@@ -38,7 +38,7 @@ class LogitLens(PlotPanel):
         self._result = result
         with self._hold():
             self.selected_token = selected
-        if show_figure(self.figure, lens_figure(result.lens, selected)):
+        if self._show(self.figure, lens_figure(result.lens, selected)):
             self.figure.data[0].on_click(self._on_click)
         self.message.value = note
 

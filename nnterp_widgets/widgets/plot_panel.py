@@ -8,12 +8,15 @@ import contextlib
 
 import ipywidgets
 import plotly.graph_objects as go
+import plotly.io as pio
 import traitlets
 
 from ..session.panels import PromptResult
 from .figures import for_widget
 
 STATES = ("idle", "busy", "error")
+#: The plotly template for each page theme (the module tree reports the page's).
+TEMPLATES = {"light": "plotly", "dark": "plotly_dark"}
 
 
 def status_text(status: dict) -> str:
@@ -85,15 +88,20 @@ class PlotPanel(ipywidgets.VBox):
 
     selected_token = traitlets.Int(-1)
     status = traitlets.Dict({"state": "idle", "message": ""})
+    #: "light" or "dark": the page's theme, which the figures follow.
+    theme = traitlets.Unicode("light")
 
     def __init__(self, controls: list, figures: list, **kwargs) -> None:
         self._result: PromptResult | None = None
         self._holding = False
+        self._figures = list(figures)
+        self._themed: dict[int, str] = {}
         self.message = ipywidgets.Label("")
         self.status_label = ipywidgets.Label("")
         super().__init__(children=[*controls, self.message, self.status_label, *figures], **kwargs)
         self.observe(self._on_selected, "selected_token")
         self.observe(self._on_status, "status")
+        self.observe(lambda change: [self._apply_theme(w) for w in self._figures], "theme")
 
     @property
     def result(self) -> PromptResult | None:
@@ -104,6 +112,18 @@ class PlotPanel(ipywidgets.VBox):
         if state not in STATES:
             raise ValueError(f"status state must be one of {STATES}, got {state!r}")
         self.status = {"state": state, "message": message}
+
+    def _show(self, widget: go.FigureWidget, fig: go.Figure) -> bool:
+        """`show_figure`, then the page theme's template (a replaced layout drops it)."""
+        replaced = show_figure(widget, fig)
+        self._apply_theme(widget, force=replaced)
+        return replaced
+
+    def _apply_theme(self, widget: go.FigureWidget, force: bool = False) -> None:
+        theme = self.theme if self.theme in TEMPLATES else "light"
+        if force or self._themed.get(id(widget)) != theme:
+            widget.layout.template = pio.templates[TEMPLATES[theme]]
+            self._themed[id(widget)] = theme
 
     @contextlib.contextmanager
     def _hold(self):

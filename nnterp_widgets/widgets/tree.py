@@ -31,6 +31,8 @@ class ModuleTree(anywidget.AnyWidget):
     status = traitlets.Dict({"state": "idle", "message": ""}).tag(sync=True)
     prompt_tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     selected_token = traitlets.Int(-1).tag(sync=True)
+    #: The page's theme as the front end sees it ("light" / "dark"); JS writes it.
+    theme = traitlets.Unicode("light").tag(sync=True)
 
     def __init__(self, session: Session | None = None, prompt: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)

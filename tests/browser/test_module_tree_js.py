@@ -254,7 +254,11 @@ class Harness:
         return self.page.evaluate("k => __model.get(k)", key)
 
     def saves(self):
-        return self.page.evaluate("() => __model.saves")
+        """What the JS saved, less its theme reports (checked on their own)."""
+        return [save for save in self.page.evaluate("() => __model.saves") if set(save) != {"theme"}]
+
+    def theme_reports(self):
+        return [save["theme"] for save in self.page.evaluate("() => __model.saves") if "theme" in save]
 
     def row(self, key):
         return self.page.locator(f'[role=treeitem][data-key="{key}"]')
@@ -626,3 +630,15 @@ def test_theme_fallbacks_without_jupyterlab(h):
     _theme_check(h, None, "fallback_dark", emulate="dark")
     bg = h.page.evaluate("() => getComputedStyle(document.querySelector('.nnw-mt')).backgroundColor")
     assert bg == "rgb(17, 17, 17)"
+
+
+def test_reports_the_page_theme(h):
+    """JupyterLab marks the body with data-jp-theme-light; the tree reports it to Python
+    (the plotly panels follow it), at render and on every change."""
+    h.boot(fixture_state())
+    page = h.page
+    page.evaluate("() => { document.body.dataset.jpThemeLight = 'false'; }")
+    page.wait_for_function("() => __model.get('theme') === 'dark'", timeout=5000)
+    page.evaluate("() => { document.body.dataset.jpThemeLight = 'true'; }")
+    page.wait_for_function("() => __model.get('theme') === 'light'", timeout=5000)
+    assert h.theme_reports()[-2:] == ["dark", "light"]
