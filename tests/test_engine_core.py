@@ -12,6 +12,7 @@ import torch
 from nnterp_widgets import Unavailable
 from reference import reference_values
 from conftest import open_engine
+from traces import trace_values
 from seed_text import SEED_LM_HEAD, SEED_NO_MASK, SEED_GATED, SEED_PROBS
 
 PROMPT = "The Eiffel Tower is in"
@@ -28,28 +29,9 @@ def engine(request):
     model.close()
 
 
-def _trace_values(model, prompt=PROMPT):
-    with model.trace(prompt, **GREEDY):
-        saved = dict().save()
-        saved["input_ids"] = model.input_ids.save()
-        saved["input_size"] = model.input_size.save()
-        saved["token_embeddings"] = model.token_embeddings.save()
-        for i in range(model.num_layers):
-            layer = model.layers[i]
-            saved[("layer_input", i)] = layer.layer_input.save()
-            saved[("attention_output", i)] = layer.self_attn.attention_output.save()
-            saved[("mlp_neurons", i)] = layer.mlp.mlp_neurons.save()
-            saved[("mlp_output", i)] = layer.mlp.mlp_output.save()
-            saved[("layer_output", i)] = layer.layer_output.save()
-        saved["lens"] = model.project_on_vocab(model.layers[-1].layer_output[:, -1:]).save()
-        saved["logits"] = model.logits.save()
-        saved["next_token_probs"] = model.next_token_probs.save()
-    return saved
-
-
 @pytest.fixture(scope="module")
 def values(engine):
-    return _trace_values(engine)
+    return trace_values(engine, PROMPT)
 
 
 @pytest.fixture(scope="module")

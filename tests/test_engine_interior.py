@@ -11,6 +11,7 @@ import torch
 
 from conftest import open_engine
 from reference import reference_attention, reference_values
+from traces import trace_values
 from seed_text import SEED_DECODE
 
 PROMPT = "The Eiffel Tower is in"
@@ -30,20 +31,7 @@ def engine(request):
 
 @pytest.fixture(scope="module")
 def interior(engine):
-    with engine.trace(PROMPT, **GREEDY):
-        saved = dict().save()
-        for i in range(engine.num_layers):
-            attn = engine.layers[i].self_attn
-            saved[("attention_queries", i)] = attn.attention_queries.save()
-            saved[("attention_keys", i)] = attn.attention_keys.save()
-            saved[("attention_values", i)] = attn.attention_values.save()
-            saved[("attention_scores", i)] = attn.attention_scores.save()
-            saved[("attention_probabilities", i)] = attn.attention_probabilities.save()
-            saved[("attention_head_outputs", i)] = attn.attention_head_outputs.save()
-            saved[("attention_output", i)] = attn.attention_output.save()
-            saved[("mlp_neurons", i)] = engine.layers[i].mlp.mlp_neurons.save()
-        saved["logits"] = engine.logits.save()
-    return saved
+    return trace_values(engine, PROMPT)
 
 
 def test_interior_matches_transformers(engine, interior):

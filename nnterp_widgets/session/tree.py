@@ -33,15 +33,6 @@ def _value_entry(host: Any, name: str, result: PromptResult | None) -> dict:
     }
 
 
-def _root_entry(model: Any, name: str, result: PromptResult | None) -> dict:
-    reason = model.support().get(name)
-    entry = _value_entry(model, name, result) if reason is None else {
-        "id": f"{model.path}.{name}", "name": name, "available": False, "reason": reason,
-        "shape": None, "dtype": None, "writable": False,
-    }
-    return entry
-
-
 def build_tree(model: Any, result: PromptResult | None = None) -> list[dict]:
     """The tree of ``model`` (a `StandardizedVLLM`), one root node."""
     standard: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -83,5 +74,5 @@ def build_tree(model: Any, result: PromptResult | None = None) -> list[dict]:
     root = node(model, "model", None)
     root["name"] = "model"
     root["standard"] = True
-    root["values"] = [_root_entry(model, name, result) for name in ROOT_VALUES]
+    root["values"] = [_value_entry(model, name, result) for name in ROOT_VALUES]
     return [root]

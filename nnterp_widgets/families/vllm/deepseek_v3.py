@@ -1,17 +1,15 @@
-"""DeepSeek-V3: DeepSeek-V2's classes on vLLM (latent attention, routed and dense blocks)."""
+"""DeepSeek-V3: DeepSeek-V2's family on vLLM (latent attention, routed and dense blocks)."""
 
-from .base import Family
-from .deepseek_v2 import DEEPSEEK_NOTES, LATENT, LatentAttention, dense_overrides
-from ...components.vllm.mlp import RoutedMLP
+from dataclasses import replace
+
+from .deepseek_v2 import DEEPSEEK_NOTES, FAMILY as DEEPSEEK_V2, LATENT
 
 __all__ = ["FAMILY", "LATENT"]
 
-FAMILY = Family(
-    "deepseek_v3",
-    attention_cls=LatentAttention,
-    mlp_cls=RoutedMLP,
-    block_overrides=dense_overrides,
-    sizes={"head_dim": lambda config: config.v_head_dim},
+# The same classes and rules as V2; only vLLM's model class and the routing differ.
+FAMILY = replace(
+    DEEPSEEK_V2,
+    model_type="deepseek_v3",
     vllm_class="DeepseekV3ForCausalLM",
     notes=(
         "runs on vLLM's DeepseekV2 classes; " + DEEPSEEK_NOTES
