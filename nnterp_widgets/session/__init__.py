@@ -3,9 +3,10 @@
 from .panels import AttentionPanel, LensPanel, PromptResult, Tokens, ValueSummary
 from .probe import ProbeError
 from .session import Session
+from .status import IDLE, State, Status
 from .worker import Busy, EngineDied, Superseded
 
 __all__ = [
-    "AttentionPanel", "Busy", "EngineDied", "LensPanel", "ProbeError", "PromptResult",
-    "Session", "Superseded", "Tokens", "ValueSummary",
+    "IDLE", "AttentionPanel", "Busy", "EngineDied", "LensPanel", "ProbeError", "PromptResult",
+    "Session", "State", "Status", "Superseded", "Tokens", "ValueSummary",
 ]

@@ -17,6 +17,7 @@ from concurrent.futures import Future
 from typing import Any, Callable
 
 from .probe import probe
+from .status import STARTING, State, Status
 from .tree import build_tree
 from .worker import EngineWorker
 
@@ -25,7 +26,7 @@ from .worker import EngineWorker
 DEFAULT_SETTINGS = {"dtype": "float32", "gpu_memory_utilization": 0.3}
 EMBEDDED = "<embedded tiny checkpoint>"
 
-Listener = Callable[[str, str], None]
+Listener = Callable[[Status], None]
 
 
 class _StartProgress:
@@ -75,7 +76,7 @@ class Session:
         self.model = model
         self.settings = {**DEFAULT_SETTINGS, **settings}
         self.closed = False
-        self.state, self.message = "starting", "starting the engine"
+        self.status: Status = STARTING
         self._listeners: list[Listener] = []
         self._progress = _StartProgress(str(model) if model else "the embedded tiny checkpoint") if progress else None
         self.started_at = time.monotonic()
@@ -99,28 +100,34 @@ class Session:
             self._progress.step("starting the vLLM engine")
         return StandardizedVLLM(path, **self.settings)
 
-    def _status(self, state: str, message: str) -> None:
-        self.state, self.message = state, message
-        if state == "ready" and self.start_seconds is None:
+    def _status(self, status: Status) -> None:
+        self.status = status
+        if status.state is State.IDLE and self.start_seconds is None:
             self.start_seconds = time.monotonic() - self.started_at
             if self._progress is not None:
                 self._progress.close(f"engine ready in {self.start_seconds:.0f} s")
                 self._progress = None
-        elif state == "error" and self._progress is not None:
-            self._progress.close(message)
+        elif status.state is State.ERROR and self._progress is not None:
+            self._progress.close(status.message)
             self._progress = None
         for listener in list(self._listeners):
             try:
-                listener(state, message)
+                listener(status)
             except Exception:  # noqa: BLE001 - a widget's display error must not stop the engine
                 pass
 
     # -- what widgets use -------------------------------------------------------------
 
     def on_status(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener(state, message)`` on every status change; returns an unsubscribe."""
+        """Call ``listener(status)`` on each change of the engine's life (on the
+        engine's thread); returns the unsubscribe, which a widget calls when it closes."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    @property
+    def subscribers(self) -> int:
+        """How many listeners are subscribed (a closed widget is not)."""
+        return len(self._listeners)
 
     def wait(self, timeout: float | None = None) -> "Session":
         """Block until the engine is open (re-raising a start failure)."""

@@ -15,6 +15,8 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from .status import READY, STARTING, State, Status
+
 #: Distinct keys that may wait at once; past it `submit` refuses rather than grow.
 MAX_PENDING = 64
 
@@ -31,7 +33,7 @@ class EngineDied(RuntimeError):
     """The engine's process died while serving this request; it is being reopened."""
 
 
-Status = Callable[[str, str], None]
+Listener = Callable[[Status], None]
 
 
 class EngineWorker:
@@ -40,14 +42,15 @@ class EngineWorker:
     Args:
         opener: Builds the engine; runs on the worker thread (so a notebook's kernel
             stays responsive while vLLM starts).
-        on_status: ``on_status(state, message)`` with state one of ``"starting"``,
-            ``"ready"``, ``"busy"``, ``"idle"``, ``"error"``, ``"reopening"``.
+        on_status: ``on_status(status)`` on each change of the engine's life: starting,
+            ready, reopening (busy), failed to start or reopen (error). A request's own
+            outcome is its future's.
     """
 
-    def __init__(self, opener: Callable[[], Any], on_status: Status | None = None,
+    def __init__(self, opener: Callable[[], Any], on_status: Listener | None = None,
                  max_pending: int = MAX_PENDING) -> None:
         self._opener = opener
-        self._on_status = on_status or (lambda state, message: None)
+        self._on_status = on_status or (lambda status: None)
         self._max_pending = max_pending
         self._pending: "OrderedDict[str, tuple[Callable, Future]]" = OrderedDict()
         self._lock = threading.Condition()
@@ -99,17 +102,17 @@ class EngineWorker:
     # -- worker thread -------------------------------------------------------------
 
     def _open(self) -> None:
-        self._on_status("starting", "starting the engine")
+        self._on_status(STARTING)
         self.engine = self._opener()
         self.opened += 1
-        self._on_status("ready", "engine ready")
+        self._on_status(READY)
 
     def _run(self) -> None:
         try:
             self._open()
             self.ready.set_result(self.engine)
         except BaseException as error:  # noqa: BLE001 - reported, the thread ends
-            self._on_status("error", f"the engine failed to start: {error}")
+            self._on_status(Status(State.ERROR, f"the engine failed to start: {error}"))
             self.ready.set_exception(error)
             with self._lock:
                 self._closed = True
@@ -133,10 +136,9 @@ class EngineWorker:
             try:
                 self._reopen("the engine's process had died")
             except BaseException as error:  # noqa: BLE001 - the next request tries again
-                self._on_status("error", f"the engine could not be reopened: {error}")
+                self._on_status(Status(State.ERROR, f"the engine could not be reopened: {error}"))
                 future.set_exception(error)
                 return
-        self._on_status("busy", f"running {key}")
         try:
             self.served += 1
             result = fn(self.engine)
@@ -148,17 +150,15 @@ class EngineWorker:
                 try:
                     self._reopen("the engine's process died")
                 except BaseException as reopen_error:  # noqa: BLE001
-                    self._on_status("error", f"the engine could not be reopened: {reopen_error}")
+                    self._on_status(Status(State.ERROR, f"the engine could not be reopened: {reopen_error}"))
                 return
             error.__notes__ = getattr(error, "__notes__", []) + [traceback.format_exc(limit=3)]
             future.set_exception(error)
-            self._on_status("idle", "")
             return
         future.set_result(result)
-        self._on_status("idle", "")
 
     def _reopen(self, why: str) -> None:
-        self._on_status("reopening", f"{why}; reopening it")
+        self._on_status(Status(State.BUSY, f"{why}; reopening it"))
         engine, self.engine = self.engine, None
         try:
             if engine is not None:

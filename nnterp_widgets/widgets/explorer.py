@@ -2,21 +2,25 @@
 
 A prompt change is one engine request (the session's probe) whose result feeds the
 module tree, the attention view and the lens; selecting a token in any panel selects
-it in all of them.
+it in all of them. Answers are shown from the kernel's thread (`KernelThread`), and
+``close()`` unsubscribes the explorer from its session.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import threading
+import time
 from typing import Any
 
 import ipywidgets as widgets
 import traitlets
 
-from ..session import PromptResult, Session, Superseded
+from ..session import PromptResult, Session, State, Status, Superseded
 from .attention import AttentionView
 from .lens import LogitLens
+from .lifecycle import KernelThread, close_all
 from .tree import ModuleTree
 
 _ids = itertools.count()
@@ -35,8 +39,12 @@ class Explorer(widgets.VBox):
         self.result: PromptResult | None = None
         self._landed_event = threading.Event()
         self._latest = 0  # the newest run; an older one that lands late is dropped
+        self._applied = 0  # the newest run shown (by the kernel's loop, or by `wait`)
+        self._future: concurrent.futures.Future | None = None
+        self._kernel = KernelThread()
         self._lock = threading.Lock()
         self._last_error: BaseException | None = None
+        self._closed = False
         self.prompt_box = widgets.Text(value=prompt, description="prompt", continuous_update=False,
                                        layout=widgets.Layout(width="70%"))
         self.run_button = widgets.Button(description="run", tooltip="run the prompt (Enter)")
@@ -63,7 +71,7 @@ class Explorer(widgets.VBox):
             ],
             **kwargs,
         )
-        self.session.on_status(self._on_session_status)
+        self._unsubscribe = self.session.on_status(lambda status: self._kernel.call(self._on_session_status, status))
         self.run(prompt)
 
     def run(self, prompt: str) -> None:
@@ -72,28 +80,43 @@ class Explorer(widgets.VBox):
             self._landed_event.clear()
             self._latest += 1
             run = self._latest
-        self._set_status("busy", "running…")
+        self._set_status(State.BUSY, "running…")
+        self._future = None
         try:
             future = self.session.prompt(prompt, key=self._key)
         except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
             self._fail(run, error)
             return
-        future.add_done_callback(lambda done: self._landed(run, done))
+        self._future = future
+        future.add_done_callback(lambda done: self._kernel.call(self._landed, run, done))
 
     def wait(self, timeout: float | None = 300) -> PromptResult | None:
-        """Block until the newest request has landed (for scripts and executed notebooks)."""
-        if not self._landed_event.wait(timeout):
+        """Block until the newest request has landed (for scripts and executed notebooks).
+
+        On the kernel's thread its loop is blocked by this call, so the answer it would
+        have shown is shown here.
+        """
+        started = time.monotonic()
+        future = self._future
+        if self._kernel.here() and future is not None and not self._landed_event.is_set():
+            if not concurrent.futures.wait([future], timeout).done:
+                raise TimeoutError(f"no answer from the engine within {timeout} s")
+            self._landed(self._latest, future)
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        if not self._landed_event.wait(left):
             raise TimeoutError(f"no answer from the engine within {timeout} s")
         if self._last_error is not None:
             raise self._last_error
         return self.result
 
     def _landed(self, run: int, future) -> None:
-        # Runs on the session's worker thread, racing `run` on the kernel's: a result
+        # On the kernel's thread (or, in a script, the worker's, racing `run`): a result
         # counts as landed only if no newer run started while it was being shown.
         error = future.exception()
-        if isinstance(error, Superseded) or run != self._latest:
-            return  # a newer prompt is on its way
+        with self._lock:
+            if self._closed or isinstance(error, Superseded) or run != self._latest or run <= self._applied:
+                return  # a newer prompt is on its way, or this one is shown already
+            self._applied = run
         if error is not None:
             self._fail(run, error)
             return
@@ -104,7 +127,7 @@ class Explorer(widgets.VBox):
                 self._landed_event.set()
 
     def _fail(self, run: int, error: BaseException) -> None:
-        self._set_status("error", f"{type(error).__name__}: {error}")
+        self._set_status(State.ERROR, f"{type(error).__name__}: {error}")
         with self._lock:
             if run == self._latest:
                 self._last_error = error
@@ -116,18 +139,26 @@ class Explorer(widgets.VBox):
             self.selected_token = -1
         for panel in self.panels:
             panel.update(result)
-        self._set_status("idle", f"{len(result.tokens)} tokens · engine requests so far: {self.session.engine_requests}")
+        self._set_status(State.IDLE, f"{len(result.tokens)} tokens · engine requests so far: {self.session.engine_requests}")
 
-    def _set_status(self, state: str, message: str) -> None:
-        prefix = {"error": "⚠ ", "busy": "… "}.get(state, "")
+    def _set_status(self, state: State, message: str) -> None:
+        prefix = {State.ERROR: "⚠ ", State.BUSY: "… "}.get(state, "")
         self.status_line.value = prefix + message
         for panel in self.panels:
             # A panel's line shows the explorer's busy/error state and clears with it.
-            panel.set_status(state, message if state != "idle" else "")
+            panel.set_status(state, message if state is not State.IDLE else "")
 
-    def _on_session_status(self, state: str, message: str) -> None:
-        if state in ("starting", "reopening", "error"):
-            self._set_status("error" if state == "error" else "busy", message)
+    def _on_session_status(self, status: Status) -> None:
+        # The engine starting, reopening or failing; "ready" says nothing of this prompt.
+        if not self._closed and status.state is not State.IDLE:
+            self._set_status(status.state, status.message)
+
+    def close(self) -> None:
+        """Unsubscribe from the session and close every panel; an answer on its way is dropped."""
+        self._closed = True
+        self._unsubscribe()
+        close_all(self.children)
+        super().close()
 
     def to_html(self, path: str | None = None) -> str:
         """The current view as a self-contained HTML page (works offline); written to ``path`` if given.
@@ -141,4 +172,5 @@ class Explorer(widgets.VBox):
         if self.result is None:
             raise RuntimeError("no prompt has landed yet: call explorer.wait() first")
         return export_html(self.result, self.tree.tree, layer=self.attention.layer, head=self.attention.head,
-                           selected_token=self.selected_token, path=path)
+                           selected_token=self.selected_token, selected=self.tree.selected,
+                           preview=self.tree.preview, preview_data=self.tree.preview_data, path=path)

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import html
 import math
-import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,6 +48,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..session.panels import AttentionPanel, LensPanel
+from .tokens import show_token
 
 __all__ = [
     "CELL_TEXT_CHARS",
@@ -93,39 +93,15 @@ FIGURE_WIDTH = 700
 #: A lens column is this wide while its cell labels are drawn (``CELL_TEXT_CHARS`` at 10 px).
 LENS_COLUMN_PX = 46
 
-_VISIBLE = {" ": "␣", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
 def escape_token(text: str, max_chars: int | None = None) -> str:
-    """A token's text as a plotly label: whitespace made visible, then HTML-escaped.
+    """A token's text as a plotly label: :func:`.tokens.show_token`, then HTML-escaped.
 
-    * ``""`` becomes ``"∅"`` (an empty label would be invisible);
-    * every space becomes ``"␣"`` (so ``" the"`` and ``"the"`` differ at a glance, and a
-      run of spaces has a width); ``\\n``, ``\\r``, ``\\t`` become the two characters
-      backslash + letter (plotly would otherwise turn a newline into a line break);
-      other control / format characters (category ``Cc``, ``Cf``: NUL, zero-width
-      joiners, ...) become ``\\u{XXXX}``;
-    * then ``html.escape`` (``<``, ``>``, ``&``, quotes), so plotly shows markup-like text
-      literally, and ``$`` becomes ``&#36;`` so MathJax never typesets a label.
-
-    ``max_chars``: cut the visible text to that many characters, the last one "…"
-    (before escaping, so no entity is cut). The result is for plotly only: plotly
-    decodes the entities when it draws.
+    ``html.escape`` (``<``, ``>``, ``&``, quotes) makes plotly show markup-like text
+    literally, and ``$`` becomes ``&#36;`` so MathJax never typesets a label. ``max_chars``
+    cuts the shown text before escaping, so no entity is cut. The result is for plotly
+    only: plotly decodes the entities when it draws.
     """
-    if text == "":
-        return "∅"
-    shown = []
-    for char in text:
-        if char in _VISIBLE:
-            shown.append(_VISIBLE[char])
-        elif unicodedata.category(char) in ("Cc", "Cf"):
-            shown.append(f"\\u{{{ord(char):04X}}}")
-        else:
-            shown.append(char)
-    visible = "".join(shown)
-    if max_chars is not None and len(visible) > max_chars:
-        visible = visible[: max(0, max_chars - 1)] + "…"
-    return html.escape(visible, quote=True).replace("$", "&#36;")
+    return html.escape(show_token(text, max_chars), quote=True).replace("$", "&#36;")
 
 
 def tick_positions(count: int, max_labels: int = MAX_TICK_LABELS) -> list[int]:

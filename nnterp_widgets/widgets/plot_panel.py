@@ -11,23 +11,13 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import traitlets
 
+from ..session import IDLE, State, Status
 from ..session.panels import PromptResult
 from .figures import for_widget
+from .lifecycle import close_all
 
-STATES = ("idle", "busy", "error")
 #: The plotly template for each page theme (the module tree reports the page's).
 TEMPLATES = {"light": "plotly", "dark": "plotly_dark"}
-
-
-def status_text(status: dict) -> str:
-    """The status line for a ``{"state", "message"}`` dict (plain text)."""
-    state = status.get("state", "idle")
-    message = status.get("message", "") or ""
-    if state == "busy":
-        return f"busy… {message}".rstrip()
-    if state == "error":
-        return f"error: {message}" if message else "error"
-    return message
 
 
 def show_figure(widget: go.FigureWidget, fig: go.Figure) -> bool:
@@ -83,11 +73,11 @@ class PlotPanel(ipywidgets.VBox):
 
     ``selected_token`` (``-1`` for none) is validated against the prompt on screen: an
     out-of-range value is refused (the trait keeps its value) and the message says why.
-    ``status`` is ``{"state": "idle" | "busy" | "error", "message": str}``.
+    ``status`` is a `Status` in its JSON form, ``{"state": "idle" | "busy" | "error", "message": str}``.
     """
 
     selected_token = traitlets.Int(-1)
-    status = traitlets.Dict({"state": "idle", "message": ""})
+    status = traitlets.Dict(IDLE.to_json())
     #: "light" or "dark": the page's theme, which the figures follow.
     theme = traitlets.Unicode("light")
 
@@ -107,11 +97,14 @@ class PlotPanel(ipywidgets.VBox):
     def result(self) -> PromptResult | None:
         return self._result
 
-    def set_status(self, state: str, message: str = "") -> None:
-        """Show the session's state: ``"busy"`` (a request is running), ``"error"`` or ``"idle"``."""
-        if state not in STATES:
-            raise ValueError(f"status state must be one of {STATES}, got {state!r}")
-        self.status = {"state": state, "message": message}
+    def set_status(self, state: State | str, message: str = "") -> None:
+        """Show a `Status`: ``"busy"`` (a request is running), ``"error"`` or ``"idle"``."""
+        self.status = Status(state, message).to_json()
+
+    def close(self) -> None:
+        """Close the panel and the widgets it holds (a panel subscribes to nothing)."""
+        close_all(self.children)
+        super().close()
 
     def _show(self, widget: go.FigureWidget, fig: go.Figure) -> bool:
         """`show_figure`, then the page theme's template (a replaced layout drops it)."""
@@ -149,4 +142,4 @@ class PlotPanel(ipywidgets.VBox):
         pass
 
     def _on_status(self, change) -> None:
-        self.status_label.value = status_text(change["new"])
+        self.status_label.value = Status(**change["new"]).text

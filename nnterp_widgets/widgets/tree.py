@@ -1,4 +1,4 @@
-"""`ModuleTree`: the model's modules and standard values (anywidget; front end in js/)."""
+"""`ModuleTree`: the model's modules and standard values (anywidget; front end in ../js/)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ..session import PromptResult, Session
-from .assets import MODULE_TREE_ESM
+from ..session import IDLE, PromptResult, Session, State, Status, Superseded
+from .assets import MODULE_TREE_CSS, MODULE_TREE_ESM
+from .lifecycle import KernelThread
 
 _ids = itertools.count()
 
@@ -24,11 +25,12 @@ class ModuleTree(anywidget.AnyWidget):
     """
 
     _esm = MODULE_TREE_ESM
+    _css = MODULE_TREE_CSS
     tree = traitlets.List().tag(sync=True)
     selected = traitlets.Unicode("").tag(sync=True)
     preview = traitlets.Dict().tag(sync=True)
     preview_data = traitlets.Bytes(b"").tag(sync=True)
-    status = traitlets.Dict({"state": "idle", "message": ""}).tag(sync=True)
+    status = traitlets.Dict(IDLE.to_json()).tag(sync=True)
     prompt_tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     selected_token = traitlets.Int(-1).tag(sync=True)
     #: The page's theme as the front end sees it ("light" / "dark"); JS writes it.
@@ -39,35 +41,38 @@ class ModuleTree(anywidget.AnyWidget):
         self.session = session if session is not None else Session.open()
         self.result: PromptResult | None = None
         self._key = f"tree-{next(_ids)}"
+        self._kernel = KernelThread()
+        self._closed = False
         self.observe(self._on_selected, names="selected")
         if self.session.ready:
             self.tree = self.session.tree()
         else:
-            self.status = {"state": "busy", "message": "starting the engine"}
-            self.session.on_ready(self._on_ready)
+            self.set_status(State.BUSY, "starting the engine")
+            self.session.on_ready(lambda future: self._kernel.call(self._on_ready, future))
         if prompt is not None:
             self.run(prompt)
 
     def _on_ready(self, future) -> None:
+        if self._closed:
+            return
         if future.exception() is not None:
             self.set_status("error", f"the engine failed to start: {future.exception()}")
         elif self.result is None:
             self.tree = self.session.tree()
-            self.set_status("idle", "")
+            self.set_status(State.IDLE)
 
     def run(self, prompt: str) -> None:
         """Ask the session for ``prompt`` (one engine request) and show it when it lands."""
-        self.set_status("busy", "running the prompt")
-        self.session.prompt(prompt, key=self._key).add_done_callback(self._landed)
+        self.set_status(State.BUSY, "running the prompt")
+        future = self.session.prompt(prompt, key=self._key)
+        future.add_done_callback(lambda done: self._kernel.call(self._landed, done))
 
     def _landed(self, future) -> None:
-        from ..session import Superseded
-
         error = future.exception()
-        if isinstance(error, Superseded):
+        if self._closed or isinstance(error, Superseded):
             return
         if error is not None:
-            self.set_status("error", str(error))
+            self.set_status(State.ERROR, str(error))
             return
         self.update(future.result())
 
@@ -80,11 +85,16 @@ class ModuleTree(anywidget.AnyWidget):
             if self.selected_token >= len(result.tokens):
                 self.selected_token = -1
             self._send_preview()
-            self.status = {"state": "idle", "message": ""}
+            self.status = IDLE.to_json()
 
-    def set_status(self, state: str, message: str) -> None:
-        self.status = {"state": "error" if state == "error" else ("busy" if state in ("busy", "starting", "reopening") else "idle"),
-                       "message": message}
+    def set_status(self, state: State | str, message: str = "") -> None:
+        """Show a `Status` (``"idle"``, ``"busy"`` or ``"error"``, and its message)."""
+        self.status = Status(state, message).to_json()
+
+    def close(self) -> None:
+        """Close the view; an answer still on its way is dropped."""
+        self._closed = True
+        super().close()
 
     def _on_selected(self, change) -> None:
         self._send_preview()

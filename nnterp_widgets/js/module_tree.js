@@ -1,8 +1,9 @@
 /**
  * ModuleTree — anywidget front end for nnterp_widgets' module/value explorer.
  *
- * Source of nnterp_widgets/static/module_tree.js (built by `python tools/bundle_js.py`,
- * which inlines js/module_tree.css). Plain modern JS: no imports, no CDN, no npm.
+ * Served as it is: anywidget reads this file (`_esm`) and js/module_tree.css (`_css`);
+ * no build step. Plain modern JS: no imports, no CDN, no npm. The static HTML export
+ * (widgets/export.py) runs this same module on a read-only model.
  *
  * CONTRACT with the Python class (anywidget.AnyWidget, `_esm = MODULE_TREE_ESM`).
  * All traits are `.tag(sync=True)`.
@@ -57,8 +58,6 @@
  * Safety: data is only ever put into the DOM with createElement / textContent /
  * setAttribute, so module names, token texts and messages render as text.
  */
-
-const CSS = /* @inline-css: module_tree.css */ "";
 
 const INDENT_PX = 14;
 const NEG_RGB = [67, 147, 195]; // RdBu blue, mid luminance: legible on light and dark
@@ -119,15 +118,24 @@ function fmtFull(x) {
 }
 
 /**
- * Token text for display: whitespace made visible, never interpreted as markup. Spaces
- * stay spaces beside other text (" world"), but a token of spaces alone shows them as
- * "\u2423" (open box), as the figures do: a blank chip would say nothing.
+ * Token text for display, the one rule of nnterp_widgets/widgets/tokens.py (`show_token`;
+ * tests/token_cases.json holds the cases both must pass): "" is "\u2205"; space, newline,
+ * carriage return and tab become visible marks; every other control, format or separator
+ * character becomes `\u{XXXX}`. The result is text, put in the DOM with textContent only.
  */
-function showToken(t) {
+const VISIBLE = { " ": "\u2423", "\n": "\u21b5", "\r": "\u240d", "\t": "\u21e5" };
+const ESCAPED = /^[\p{Cc}\p{Cf}\p{Z}]$/u;
+
+export function showToken(t) {
   const s = asStr(t);
   if (s === "") return "\u2205";
-  const shown = s.replace(/\r/g, "\u240d").replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
-  return /^ +$/.test(shown) ? shown.replace(/ /g, "\u2423") : shown;
+  let shown = "";
+  for (const ch of s) {
+    if (Object.hasOwn(VISIBLE, ch)) shown += VISIBLE[ch];
+    else if (ESCAPED.test(ch)) shown += "\\u{" + ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0") + "}";
+    else shown += ch;
+  }
+  return shown;
 }
 
 function readFloats(buf, n) {
@@ -334,9 +342,6 @@ function render({ model, el }) {
   let disposed = false;
 
   /* ---- skeleton */
-  const style = h("style", { "data-nnw": "module-tree" });
-  style.textContent = CSS;
-
   const tokensEl = h("div", { class: "nnw-mt-tokens", role: "toolbar", "aria-label": "Prompt tokens" });
   const statusEl = h("div", { class: "nnw-mt-status", "aria-live": "polite" });
   const filterEl = h("input", {
@@ -382,7 +387,7 @@ function render({ model, el }) {
       previewEl,
     ),
   );
-  el.append(style, root);
+  el.append(root);
 
   /* ---- expansion */
   const filtering = () => filterText.trim() !== "";
@@ -969,7 +974,6 @@ function render({ model, el }) {
     for (const [ev, fn] of guarded) model.off(ev, fn);
     ac.abort();
     root.remove();
-    style.remove();
   };
 }
 
