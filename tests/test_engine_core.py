@@ -11,7 +11,6 @@ import torch
 
 from nnterp_widgets import Unavailable
 from reference import reference_values
-from conftest import open_engine
 from traces import trace_values
 from seed_text import SEED_LM_HEAD, SEED_NO_MASK, SEED_GATED, SEED_PROBS
 
@@ -19,14 +18,6 @@ PROMPT = "The Eiffel Tower is in"
 GREEDY = dict(temperature=0.0, max_tokens=1)
 TOL = dict(atol=1e-4, rtol=1e-4)
 
-
-
-@pytest.fixture(scope="module", params=["qwen2", "gpt2"])
-def engine(request):
-    model = open_engine(request.param)
-    model.family_name = request.param
-    yield model
-    model.close()
 
 
 @pytest.fixture(scope="module")

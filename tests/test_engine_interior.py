@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import open_engine
 from reference import reference_attention, reference_values
 from traces import trace_values
 from seed_text import SEED_DECODE
@@ -19,14 +18,6 @@ GREEDY = dict(temperature=0.0, max_tokens=1)
 TOL = dict(atol=1e-4, rtol=1e-4)
 INTERIOR = ("attention_queries", "attention_keys", "attention_values",
             "attention_head_outputs", "attention_probabilities")
-
-
-@pytest.fixture(scope="module", params=["qwen2", "gpt2"])
-def engine(request):
-    model = open_engine(request.param)
-    model.family_name = request.param
-    yield model
-    model.close()
 
 
 @pytest.fixture(scope="module")

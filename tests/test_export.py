@@ -1,9 +1,9 @@
 """The static HTML export (nnterp_widgets/widgets/export.py) on a synthetic prompt.
 
 No engine: a hand-built PromptResult and tree. The page must be self-contained (plotly.js
-inline, no script from the network), hold the figures' data exactly, and show a markup
-token only escaped, in the tree, the chips and the figures alike. The browser test
-(tests/browser/test_jupyterlab_tour.py) opens a real export offline in Chromium.
+inline, no script from the network), run the widget's own JS on the tree's state, hold the
+figures' data exactly, and carry markup only as data. tests/browser/test_export_page.py
+opens it offline in Chromium; the tour's browser test opens a real one.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 from nnterp_widgets.session.panels import LensPanel, PromptResult, Tokens
-from nnterp_widgets.widgets.export import export_html, figure_json, tree_html
+from nnterp_widgets.widgets.assets import MODULE_TREE_CSS, MODULE_TREE_ESM
+from nnterp_widgets.widgets.export import STATIC_MODEL_JS, export_html, script_json
+from nnterp_widgets.widgets.figures import escape_token
 
 XSS = "<img src=x onerror=alert(1)>"
 TEXTS = ("Paris", " " + XSS, " is", "\n", " ")
@@ -25,9 +27,9 @@ REASON = 'a gated MLP on vLLM: act(gate) is "never" <a module\'s> output & more'
 LAYERS, HEADS, K = 2, 2, 3
 
 
-def synthetic_result() -> PromptResult:
-    tokens = Tokens(ids=tuple(range(len(TEXTS))), texts=TEXTS)
-    n = len(TEXTS)
+def synthetic_result(texts: tuple[str, ...] = TEXTS) -> PromptResult:
+    tokens = Tokens(ids=tuple(range(len(texts))), texts=tuple(texts))
+    n = len(texts)
     rng = np.random.default_rng(0)
     probs = np.sort(rng.random((LAYERS, n, K), dtype=np.float32), axis=-1)[..., ::-1].copy()
     top_texts = tuple(tuple(tuple(f"t{l}{p}{i}" if (l, p, i) != (1, 1, 0) else XSS for i in range(K))
@@ -38,7 +40,7 @@ def synthetic_result() -> PromptResult:
     for layer in range(LAYERS):
         raw = np.tril(rng.random((HEADS, n, n), dtype=np.float32)) + np.eye(n, dtype=np.float32)
         patterns[layer] = (raw / raw.sum(-1, keepdims=True)).astype(np.float32)
-    return PromptResult(prompt="Paris " + XSS + " is\n", tokens=tokens, lens=lens, patterns=patterns)
+    return PromptResult(prompt="".join(texts), tokens=tokens, lens=lens, patterns=patterns)
 
 
 def synthetic_tree() -> list[dict]:
@@ -72,24 +74,23 @@ def page():
     return export_html(synthetic_result(), synthetic_tree(), layer=1, head=1, selected_token=1)
 
 
-def _markup(text: str) -> tuple[set, set]:
-    """The tag names and attribute names in ``text``."""
-    from html.parser import HTMLParser
-
-    tags, attrs = set(), set()
-
-    class Collect(HTMLParser):
-        def handle_starttag(self, tag, attributes):
-            tags.add(tag)
-            attrs.update(name for name, _ in attributes)
-
-    Collect().feed(text)
-    return tags, attrs
+def _model(text: str) -> dict:
+    (block,) = re.findall(r'<script type="application/json" id="nnw-model" data-target="nnw-tree">(.*?)</script>',
+                          text, re.S)
+    return json.loads(block)
 
 
 def _figures(text: str) -> dict:
-    blocks = re.findall(r'<script type="application/json" data-figure="([^"]+)">(.*?)</script>', text, re.S)
-    return {key: json.loads(body) for key, body in blocks}
+    """Each ``Plotly.newPlot(id, data, layout, config)`` call plotly's writer put in the page."""
+    decoder, figures = json.JSONDecoder(), {}
+    for match in re.finditer(r"Plotly\.newPlot\(\s*", text):
+        args, at = [], match.end()
+        for _ in range(4):
+            value, at = decoder.raw_decode(text, at)
+            args.append(value)
+            at = re.compile(r"\s*,?\s*").match(text, at).end()
+        figures[args[0]] = {"data": args[1], "layout": args[2], "config": args[3]}
+    return figures
 
 
 def _decode(array):
@@ -108,36 +109,51 @@ def test_self_contained(page):
     assert not any("src=" in tag.lower() for tag in scripts), scripts  # everything inline
     assert not re.search(r"""<(script|link|img|iframe)[^>]+(src|href)\s*=\s*["']?(https?:)?//""", page, re.I)
     assert "<link" not in page.lower()
-    assert "Plotly.newPlot" in page and len(page) > 1_000_000  # plotly.js itself is inside
+    assert page.count("Plotly.newPlot") >= 2 and len(page) > 1_000_000  # plotly.js itself is inside
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+
+
+def test_runs_the_widgets_own_front_end(page):
+    """The page's module is module_tree.js as served to the widget, then the read-only model."""
+    (module,) = re.findall(r'<script type="module">(.*?)</script>', page, re.S)
+    assert module == MODULE_TREE_ESM.read_text(encoding="utf-8") + "\n" + STATIC_MODEL_JS.read_text(encoding="utf-8")
+    assert "<style>" + MODULE_TREE_CSS.read_text(encoding="utf-8") + "</style>" in page
+
+
+def test_model_is_the_tree_state(page):
+    result, tree = synthetic_result(), synthetic_tree()
+    model = _model(page)
+    assert model["tree"] == tree
+    assert model["prompt_tokens"] == list(result.tokens.texts)  # raw text: the JS shows it
+    assert model["selected_token"] == 1
+    assert model["status"] == {"state": "idle", "message": ""}
+    assert model["selected"] == "" and model["preview"] == {} and model["preview_data"] == ""
+
+
+def test_preview_travels_as_base64():
+    values = np.arange(8, dtype="<f4").reshape(2, 4)
+    preview = {"id": "model.logits", "shape": [1, 2, 4], "dtype": "float32", "rows": ["a", "b"], "cols": 4}
+    text = export_html(synthetic_result(), synthetic_tree(), selected="model.logits", preview=preview,
+                       preview_data=values.tobytes())
+    model = _model(text)
+    assert model["selected"] == "model.logits" and model["preview"] == preview
+    np.testing.assert_array_equal(np.frombuffer(base64.b64decode(model["preview_data"]), "<f4"), values.ravel())
 
 
 def test_markup_only_escaped(page):
     assert XSS not in page
     assert "<img" not in page.lower()
     assert "<b>MLP</b>" not in page
-    assert html.escape(XSS) in page  # the tree chips / title show it as text
-    assert "Qwen2&lt;b&gt;MLP&lt;/b&gt;" in page
-    # the figures' JSON carries it escaped once (plotly decodes the entities when it draws)
+    assert html.escape(XSS) in page  # the title and the meta line
+    # the model's JSON carries the raw text, with no character that could end its script
+    block = re.search(r'id="nnw-model" data-target="nnw-tree">(.*?)</script>', page, re.S).group(1)
+    assert "<" not in block and ">" not in block and "&" not in block
+    assert "Qwen2<b>MLP</b>" in json.dumps(_model(page))
+    # the figures carry it escaped once (plotly decodes the entities when it draws)
     figures = _figures(page)
     ticks = figures["nnw-attention"]["layout"]["xaxis"]["ticktext"]
-    assert ticks[1] == "␣&lt;img␣src=x␣onerror=alert(1)&gt;"
-    assert figures["nnw-lens"]["data"][0]["customdata"][1][1][2] == "&lt;img␣src=x␣onerror=alert(1)&gt;"
-
-
-def test_tree_is_static_text_with_shapes_and_reasons(page):
-    body = tree_html(synthetic_tree())
-    tags, attrs = _markup(body)
-    assert tags <= {"div", "details", "summary", "span", "ul", "li", "p"}, tags
-    assert not any(name.startswith("on") for name in attrs), attrs  # no handlers
-    assert 'title="' + html.escape(REASON, quote=True) + '"' in body
-    assert "unavailable: " + html.escape(REASON, quote=True) in body
-    assert "[1, 4, 8]" in body and "[1, 4, 64]" in body
-    assert ">layers[0]<" in body and ">layers[1]<" in body
-    assert '<details open data-id="model.model.layers.0">' in body
-    assert '<details data-id="model.model.layers.1">' in body  # later repeats start folded
-    assert '<div class="leaf" data-id="model.model.layers.0.mlp.down_proj">' in body  # nothing to unfold
-    assert body in page
+    assert ticks[1] == escape_token(" " + XSS) == "␣&lt;img␣src=x␣onerror=alert(1)&gt;"
+    assert figures["nnw-lens"]["data"][0]["customdata"][1][1][2] == escape_token(XSS)
 
 
 def test_figures_hold_the_data(page):
@@ -151,19 +167,13 @@ def test_figures_hold_the_data(page):
     assert len(figures["nnw-attention"]["layout"]["shapes"]) == 2  # selected row and column
     lens = figures["nnw-lens"]["data"][0]
     np.testing.assert_array_equal(_decode(lens["z"]), result.lens.top1_probs())
-    assert [f'id="{key}"' in page for key in figures] == [True, True]
-    # the chips: selected token marked, whitespace made visible, markup as text
-    chips = re.findall(r'<span class="chip( selected)?" title="token (\d+)">(.*?)</span>', page)
-    assert [(bool(s), int(i), t) for s, i, t in chips] == [
-        (False, 0, "Paris"), (True, 1, " " + html.escape(XSS)), (False, 2, " is"), (False, 3, "↵"), (False, 4, "␣")]
+    assert figures["nnw-lens"]["config"]["displaylogo"] is False
 
 
-def test_figure_json_cannot_close_its_script():
-    import plotly.graph_objects as go
-
-    text = figure_json(go.Figure(layout=dict(title=dict(text="</script><script>alert(1)</script>&"))))
+def test_script_json_cannot_close_its_script():
+    text = script_json({"title": "</script><script>alert(1)</script>&\u2028"})
     assert "<" not in text and ">" not in text and "&" not in text
-    assert json.loads(text)["layout"]["title"]["text"] == "</script><script>alert(1)</script>&"
+    assert json.loads(text)["title"] == "</script><script>alert(1)</script>&\u2028"
 
 
 def test_write_to_path(tmp_path):

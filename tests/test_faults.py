@@ -8,18 +8,13 @@ import time
 
 import pytest
 
-from conftest import open_session
 from nnterp_widgets import Explorer
+from nnterp_widgets.session import State
+from nnterp_widgets.session.status import READY
 from nnterp_widgets.session.worker import MAX_PENDING
 
 PROMPT = "The Eiffel Tower is in"
-
-
-@pytest.fixture(scope="module")
-def session():
-    opened = open_session("gpt2")
-    yield opened
-    opened.close()
+SESSION_FAMILY = "gpt2"  # the session fixture's model (conftest)
 
 
 def test_burst_of_200_changes_is_bounded_and_last_wins(session):
@@ -67,7 +62,7 @@ def test_bad_inputs_each_followed_by_a_good_request(session):
 
 def test_killed_engine_is_reported_reopened_and_serves_the_next_request(session):
     states = []
-    unsubscribe = session.on_status(lambda state, message: states.append((state, message)))
+    unsubscribe = session.on_status(states.append)
     try:
         first = session.prompt(PROMPT, key="fault").result(120)
         engine = session._worker.engine
@@ -82,6 +77,8 @@ def test_killed_engine_is_reported_reopened_and_serves_the_next_request(session)
         unsubscribe()
     assert again.tokens == first.tokens
     assert session.engine_opens == 2
-    assert any(state == "reopening" and "died" in message for state, message in states)
+    assert any(status.state is State.BUSY and "died" in status.message and "reopening" in status.message
+               for status in states)
+    assert states[-1] == READY
     # And it keeps serving afterwards.
     assert session.prompt("The Colosseum is in", key="fault").result(120).tokens.texts[0] == "The"

@@ -46,6 +46,9 @@ from nnterp_widgets.widgets.figures import (
     mean_pool,
 )
 from nnterp_widgets.widgets.lens import LogitLens
+from nnterp_widgets.widgets.tokens import show_token
+
+from conftest import TOKEN_CASES
 
 XSS = "<img src=x onerror=alert(1)>"
 XSS_SHOWN = "&lt;img␣src=x␣onerror=alert(1)&gt;"
@@ -107,25 +110,13 @@ NO_CLICK = Points(point_inds=[], xs=[], ys=[], trace_name="", trace_index=0)
 # ------------------------------------------------------------------------ escape_token
 
 
-@pytest.mark.parametrize(
-    "text, shown",
-    [
-        ("the", "the"),
-        (" the", "␣the"),
-        ("  ", "␣␣"),
-        ("\n", "\\n"),
-        ("a\tb\r", "a\\tb\\r"),
-        ("", "∅"),
-        (XSS, XSS_SHOWN),
-        ("<b>&amp;</b>", "&lt;b&gt;&amp;amp;&lt;/b&gt;"),
-        ('"q\'', "&quot;q&#x27;"),
-        ("$x^2$", "&#36;x^2&#36;"),
-        ("\u200b\x00", "\\u{200B}\\u{0000}"),
-        ("Ġ日本", "Ġ日本"),
-    ],
-)
-def test_escape_token(text, shown):
-    assert escape_token(text) == shown
+@pytest.mark.parametrize("case", TOKEN_CASES, ids=lambda case: repr(case["text"]))
+def test_token_rule_follows_the_shared_table(case):
+    assert show_token(case["text"]) == case["shown"]
+    label = escape_token(case["text"])
+    assert html.unescape(label) == case["shown"]  # what plotly draws
+    assert "<" not in label and ">" not in label and "$" not in label
+    assert "&" not in label.replace("&lt;", "").replace("&gt;", "").replace("&amp;", "").replace("&#36;", "")
 
 
 def test_escape_token_cut():
@@ -575,6 +566,7 @@ def test_widget_bytes_at_1024_tokens():
 CHROMIUM = Path("/usr/bin/chromium")
 
 
+@pytest.mark.browser
 def test_figures_in_chromium(tmp_path):
     """What plotly.js really draws: hover and tick text, escaped markup shown as text."""
     if not CHROMIUM.exists():
@@ -643,6 +635,7 @@ CELL_JS = """([name, x, y, xa, ya]) => {
 }"""
 
 
+@pytest.mark.browser
 def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
     """The views as plotly's own FigureWidget front end draws them from the binary buffers.
 

@@ -53,7 +53,6 @@ def _failure(cell, error) -> str:
     return f"cell failed:\n{source}\n\n{error}"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path, kernel_env, tmp_path):
     work = tmp_path / "notebooks"

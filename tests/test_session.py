@@ -17,13 +17,6 @@ MARKUP = "Paris <img src=x onerror=alert(1)> is"
 
 
 @pytest.fixture(scope="module")
-def session():
-    opened = open_session("qwen2")
-    yield opened
-    opened.close()
-
-
-@pytest.fixture(scope="module")
 def result(session):
     return session.prompt(PROMPT).result(timeout=120)
 

@@ -12,7 +12,6 @@ import json
 import numpy as np
 import pytest
 
-from conftest import open_session
 from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.widgets.figures import heatmap_matrix, lens_hover
@@ -20,13 +19,6 @@ from reference import reference_attention
 
 PROMPT = "The Eiffel Tower is in"
 MARKUP = "Paris <img src=x onerror=alert(1)> is"
-
-
-@pytest.fixture(scope="module")
-def session():
-    opened = open_session("qwen2")
-    yield opened
-    opened.close()
 
 
 @pytest.fixture()

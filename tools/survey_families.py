@@ -263,7 +263,7 @@ def vllm_worker(name: str, ids: list[int], out_path: Path) -> None:
         out_path.write_text(json.dumps(out, indent=1, default=repr))
 
     try:
-        import torch
+        import torch  # noqa: F401 - the survey needs it installed
         import vllm
 
         from nnterp_widgets.checkpoints import checkpoint
@@ -709,7 +709,7 @@ def _md_section(e: dict) -> list[str]:
         lines += [
             f"- decoder layers: `{vl.get('layers_path')}`, class `{first['class']}`",
             f"- forward signature: `forward{vl.get('forward_signature', '?')}`",
-            f"- forward's return statements: "
+            "- forward's return statements: "
             + ", ".join(f"`{r}`" for r in vl.get("forward_returns", [])),
             f"- layer 0 output seen by a hook: {_returns(e)}",
         ]

@@ -93,15 +93,17 @@ FIGURE_WIDTH = 700
 #: A lens column is this wide while its cell labels are drawn (``CELL_TEXT_CHARS`` at 10 px).
 LENS_COLUMN_PX = 46
 
-def escape_token(text: str, max_chars: int | None = None) -> str:
-    """A token's text as a plotly label: :func:`.tokens.show_token`, then HTML-escaped.
 
-    ``html.escape`` (``<``, ``>``, ``&``, quotes) makes plotly show markup-like text
-    literally, and ``$`` becomes ``&#36;`` so MathJax never typesets a label. ``max_chars``
+def escape_token(text: str, max_chars: int | None = None) -> str:
+    """A token's text as a plotly label: :func:`.tokens.show_token`, then escaped for plotly.
+
+    ``<``, ``>`` and ``&`` become entities so plotly shows markup-like text literally, and
+    ``$`` becomes ``&#36;`` so MathJax never typesets a label. Quotes stay: plotly decodes
+    ``&lt;``, ``&gt;``, ``&amp;`` and numeric entities but shows ``&quot;`` as it is. ``max_chars``
     cuts the shown text before escaping, so no entity is cut. The result is for plotly
     only: plotly decodes the entities when it draws.
     """
-    return html.escape(show_token(text, max_chars), quote=True).replace("$", "&#36;")
+    return html.escape(show_token(text, max_chars), quote=False).replace("$", "&#36;")
 
 
 def tick_positions(count: int, max_labels: int = MAX_TICK_LABELS) -> list[int]:

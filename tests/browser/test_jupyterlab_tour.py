@@ -43,8 +43,6 @@ sync_api = require_browser()
 psutil = pytest.importorskip("psutil", reason="psutil not installed (pip install -e '.[test]')")
 pytest.importorskip("jupyterlab", reason="jupyterlab not installed (pip install -e '.[notebook]')")
 
-pytestmark = pytest.mark.slow
-
 TOKEN = "nnterp-widgets-browser-test"
 NOTEBOOK = "tour.ipynb"
 EXPORT = "explorer_view.html"  # written by the tour's "save the view" cell

@@ -1,7 +1,8 @@
-"""Browser test of the ModuleTree front end (nnterp_widgets/static/module_tree.js) ALONE.
+"""Browser test of the ModuleTree front end (nnterp_widgets/js/module_tree.js) ALONE.
 
 This is not an engine or kernel test: a harness page (tests/browser/harness.html), served
-from a temp dir on 127.0.0.1, imports the bundled ES module and calls its ``render`` with a
+from a temp dir on 127.0.0.1 with the source files anywidget serves (module_tree.js and
+module_tree.css, copied as they are), imports the ES module and calls its ``render`` with a
 fake anywidget model (get/set/on/off/save_changes/send) holding fixture data. Python-side
 changes are simulated with ``model.pySet``.
 
@@ -18,21 +19,20 @@ from __future__ import annotations
 
 import functools
 import http.server
-import json
 import shutil
 import threading
 from pathlib import Path
 
 import pytest
 
-from browser_support import CHROME_ARGS, CHROMIUM, CONTRAST_JS, require_browser
+from browser_support import CONTRAST_JS, SHOTS, require_browser
+from conftest import TOKEN_CASES
+from nnterp_widgets.widgets.assets import MODULE_TREE_CSS, MODULE_TREE_ESM
+from nnterp_widgets.widgets.tokens import show_token
 
 sync_api = require_browser()
 
-REPO = Path(__file__).resolve().parents[2]
-ESM = REPO / "nnterp_widgets" / "static" / "module_tree.js"
 HARNESS = Path(__file__).with_name("harness.html")
-SHOTS = REPO / "artifacts" / "screenshots"
 
 XSS = "<img src=x onerror=alert(1)>"
 REASON = "the fused gate_up_proj kernel never materialises the activation; patch act_fn instead"
@@ -201,9 +201,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory):
-    assert ESM.is_file(), "run `python tools/bundle_js.py`"
     root = tmp_path_factory.mktemp("module_tree_harness")
-    shutil.copy(ESM, root / "module_tree.js")
+    shutil.copy(MODULE_TREE_ESM, root / "module_tree.js")
+    shutil.copy(MODULE_TREE_CSS, root / "module_tree.css")
     shutil.copy(HARNESS, root / "index.html")
     handler = functools.partial(_QuietHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -212,14 +212,6 @@ def base_url(tmp_path_factory):
     yield f"http://127.0.0.1:{server.server_address[1]}/index.html"
     server.shutdown()
     server.server_close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROME_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 class Harness:
@@ -470,6 +462,11 @@ def test_keyboard_navigation(h):
     assert focused() == "n:model"
 
 
+def test_show_token_follows_the_shared_table(h):
+    shown = h.page.evaluate("texts => texts.map(showToken)", [case["text"] for case in TOKEN_CASES])
+    assert shown == [case["shown"] for case in TOKEN_CASES]
+
+
 def test_markup_renders_as_text(h):
     page = h.page
     h.py_set("preview_data", PREVIEW_VALUES)
@@ -477,19 +474,20 @@ def test_markup_renders_as_text(h):
         if k != "preview_data":
             h.py_set(k, v)
     chips = page.eval_on_selector_all(".nnw-mt-chip", "els => els.map(e => e.textContent)")
-    assert chips == ["<|im_start|>", "Hello", " world", XSS, "\u21b5"]
-    h.py_set("prompt_tokens", ["a", " ", "  ", " b"])  # a token of spaces alone is not a blank chip
+    assert chips == [show_token(t) for t in PROMPT]
+    texts = [case["text"] for case in TOKEN_CASES]
+    h.py_set("prompt_tokens", texts)  # every case of the shared token table, as chips
     chips = page.eval_on_selector_all(".nnw-mt-chip", "els => els.map(e => e.textContent)")
-    assert chips == ["a", "\u2423", "\u2423\u2423", " b"]
+    assert chips == [case["shown"] for case in TOKEN_CASES]
     h.py_set("prompt_tokens", PROMPT)
     labels = page.eval_on_selector_all(".nnw-mt-rowlabel", "els => els.map(e => e.textContent)")
-    assert labels[3] == XSS
+    assert labels[3] == show_token(XSS)
     h.py_set("status", {"state": "error", "message": "<script>alert(2)</script>" + XSS})
     assert "<script>alert(2)</script>" in page.locator(".nnw-mt-error").text_content()
     page.wait_for_timeout(200)  # give any injected onerror a chance to fire
     assert page.locator("img").count() == 0
     tags = set(page.eval_on_selector_all("#host *", "els => els.map(e => e.tagName.toLowerCase())"))
-    assert tags <= {"style", "div", "span", "input", "button", "table", "caption", "tbody",
+    assert tags <= {"div", "span", "input", "button", "table", "caption", "tbody",
                     "tr", "th", "td", "mark", "pre"}, tags
     assert h.dialogs == []
 
