@@ -25,7 +25,18 @@ MARKUP = "Paris <img src=x onerror=alert(1)> is"
 def explorer(session):
     view = Explorer(session, prompt=PROMPT)
     view.wait(120)
-    return view
+    yield view
+    view.close()
+
+
+def test_close_unsubscribes_from_the_session(session):
+    before = session.subscribers
+    view = Explorer(session, prompt=PROMPT)
+    assert session.subscribers == before + 1
+    view.wait(120)
+    view.close()
+    assert session.subscribers == before  # a re-run cell leaves no explorer behind
+    assert view.comm is None and view.tree.comm is None and view.attention.figure.comm is None
 
 
 def test_one_request_feeds_every_panel(session, explorer):
