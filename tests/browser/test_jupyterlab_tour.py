@@ -38,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from browser_support import CHROME_ARGS, CHROMIUM, CONTRAST_JS, REPO, SHOTS, require_browser
+from nnterp_widgets.widgets.tokens import show_token
 
 sync_api = require_browser()
 psutil = pytest.importorskip("psutil", reason="psutil not installed (pip install -e '.[test]')")
@@ -248,17 +249,6 @@ PLOTS_JS = """
 CHIPS_JS = "(root) => [...root.querySelectorAll('.nnw-mt-chip')].map(c => c.textContent)"
 
 
-def chip(text: str) -> str:
-    """A token as the tree's chips show it (js/module_tree.js showToken)."""
-    shown = text.replace("\r", "\u240d").replace("\n", "\u21b5").replace("\t", "\u21e5")
-    return "∅" if text == "" else shown.replace(" ", "␣") if shown.strip(" ") == "" else shown
-
-
-def visible(text: str) -> str:
-    """A token as the figures label it (figures.escape_token, after plotly decodes entities)."""
-    return text.replace(" ", "␣").replace("\n", "\\n").replace("\t", "\\t") or "∅"
-
-
 # ------------------------------------------------------------------------ the tour
 
 
@@ -402,12 +392,12 @@ def test_heatmap_and_lens_show_the_prompt_tokens_as_text(tour):
     tokens = _kernel_tokens(page.page)
     assert "".join(tokens) == NOTEBOOK_PROMPT
     chips = explorer.evaluate(CHIPS_JS)
-    assert chips == [chip(t) for t in tokens]
-    assert XSS in "".join(chips)  # the markup, literally, in the tree's chips
+    assert chips == [show_token(t) for t in tokens]
+    assert show_token(XSS) in "".join(chips)  # the markup, literally, in the tree's chips
     plots = _plots(explorer)
     assert {"attention", "grid", "lens"} <= set(plots), list(plots)
     assert "heatmap" in plots["attention"]["types"] and "heatmap" in plots["lens"]["types"]
-    expected = [visible(t) for t in tokens]
+    expected = [show_token(t) for t in tokens]  # the figures show tokens as the chips do
     assert plots["attention"]["xticks"] == expected
     assert plots["attention"]["yticks"] == expected
     assert plots["lens"]["xticks"] == expected
@@ -421,7 +411,7 @@ def test_markup_prompt_runs_no_script(tour):
     assert page.dialogs == []
     assert p.evaluate("() => [...document.querySelectorAll('img')].filter(i => i.getAttribute('src') === 'x').length") == 0
     assert explorer.locator("img").count() == 0
-    assert XSS in explorer.text_content()  # literally, somewhere a person reads it
+    assert show_token(XSS) in explorer.text_content()  # literally, somewhere a person reads it
     _shot(explorer, "xss")
 
 
@@ -439,8 +429,8 @@ def test_prompt_box_change_updates_every_panel(tour):
     )
     tokens = _kernel_tokens(p)
     assert "".join(tokens) == NEW_PROMPT
-    assert explorer.evaluate(CHIPS_JS) == [chip(t) for t in tokens]
-    expected = [visible(t) for t in tokens]
+    expected = [show_token(t) for t in tokens]
+    assert explorer.evaluate(CHIPS_JS) == expected
     p.wait_for_function(
         """([root, ticks]) => [...root.querySelectorAll('.js-plotly-plot')].filter(gd =>
               JSON.stringify([...gd.querySelectorAll('.xaxislayer-above .xtick text')].map(t => t.textContent))
@@ -514,10 +504,11 @@ def test_static_export_renders_offline(lab, context, tour):
         p.wait_for_function("() => document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2", timeout=STEP_MS)
         plots = p.evaluate(PLOTS_JS, p.locator("body").element_handle())
         assert [plot["types"][0] for plot in plots] == ["heatmap", "heatmap"]
-        chips = p.evaluate("() => [...document.querySelectorAll('.chip')].map(c => c.textContent)")
-        assert "".join(chips).replace("␣", " ") == NOTEBOOK_PROMPT and XSS in "".join(chips)
-        assert plots[0]["xticks"] == [visible(t.replace("␣", " ")) for t in chips]
-        assert GATED_REASON in p.locator('li.off[title*="gated"]').first.get_attribute("title")
+        # the widget's own JS drew the saved tree: the same chips, reasons and labels
+        chips = p.evaluate("() => [...document.querySelectorAll('.nnw-mt-chip')].map(c => c.textContent)")
+        assert "".join(chips) == show_token(NOTEBOOK_PROMPT)
+        assert plots[0]["xticks"] == chips
+        assert GATED_REASON in p.locator('.nnw-mt-off[title*="gated"]').first.get_attribute("title")
         assert p.locator("img").count() == 0 and page.dialogs == []
         assert page.outside == [] and page.errors == [], (page.outside, page.errors)
         SHOTS.mkdir(parents=True, exist_ok=True)
