@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Iterator
+from typing import Any, Iterator
 
 #: GiB of KV cache a CPU engine reserves unless the caller set VLLM_CPU_KVCACHE_SPACE:
 #: small, so that two tiny engines fit in one process's machine.
@@ -22,6 +22,26 @@ def on_cpu() -> bool:
     return current_platform.is_cpu()
 
 
+def default_dtype() -> str:
+    """The engine dtype a session uses unless told: float32 on the CPU (the engine's
+    values then match a float32 reference; bfloat16 is slow there), the checkpoint's
+    own ("auto") on a GPU, where float32 would double the memory and time."""
+    return "float32" if on_cpu() else "auto"
+
+
+def device_label() -> str:
+    """The engine's device in words: ``cpu``, or ``cuda (NVIDIA H200)``."""
+    from vllm.platforms import current_platform
+
+    kind = current_platform.device_type or "unknown"
+    if on_cpu():
+        return kind
+    try:
+        return f"{kind} ({current_platform.get_device_name(0)})"
+    except Exception:  # noqa: BLE001 - the name is a courtesy; the kind is what matters
+        return kind
+
+
 def worker_cls() -> str | None:
     """The ``worker_cls`` for this platform; ``None`` keeps nnsight's GPU worker."""
     if on_cpu():
@@ -31,10 +51,34 @@ def worker_cls() -> str | None:
     return None
 
 
-def prepare_environment() -> None:
-    """Settings vLLM reads from the environment, set before an engine starts."""
-    if on_cpu():
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", CPU_KV_CACHE_GIB)
+#: How vLLM starts its workers off the CPU: a process that has touched CUDA (a
+#: notebook cell, a test's reference model) cannot fork a child that uses it.
+WORKER_START = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
+
+#: Float32 that is float32 on a GPU. Triton's float32 dot products default to TF32
+#: on NVIDIA (10-bit mantissa), and vLLM's Triton attention kernels use them: served
+#: values past layer 0 then differ from a float32 reference by 1e-4 to 1e-3. "ieee"
+#: makes them full float32 products. vLLM's workers set torch's matmul precision
+#: from VLLM_FLOAT32_MATMUL_PRECISION ("highest": no TF32 in cuBLAS either).
+EXACT_FLOAT32 = {"TRITON_F32_DEFAULT": "ieee", "VLLM_FLOAT32_MATMUL_PRECISION": "highest"}
+
+
+def is_float32(dtype: Any) -> bool:
+    """Whether an engine's ``dtype`` argument asks for float32 ("float32", "float", torch.float32)."""
+    return str(dtype).removeprefix("torch.") in ("float32", "float")
+
+
+def prepare_environment(dtype: Any = None) -> dict[str, str]:
+    """Settings vLLM reads from the environment, set before an engine starts.
+
+    A setting the caller made already wins. Returns what this call set.
+    """
+    wanted = {"VLLM_CPU_KVCACHE_SPACE": CPU_KV_CACHE_GIB} if on_cpu() else dict(WORKER_START)
+    if not on_cpu() and is_float32(dtype):
+        wanted.update(EXACT_FLOAT32)
+    found = {name: value for name, value in wanted.items() if name not in os.environ}
+    os.environ.update(found)
+    return found
 
 
 #: vLLM CPU ops that write a repacked copy of a weight into a preallocated output

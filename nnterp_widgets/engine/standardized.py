@@ -22,6 +22,7 @@ from ..components.vllm.values import (
     StandardValue,
     batched,
     first_arg,
+    matching,
     unavailable,
     unbatched,
 )
@@ -113,7 +114,7 @@ class StandardizedVLLM(VLLM):
         worker = platform.worker_cls()
         if worker is not None:
             self._WORKER_CLS = worker
-        platform.prepare_environment()
+        platform.prepare_environment(dtype)
         super().__init__(
             name_or_path,
             dispatch=dispatch,
@@ -136,6 +137,17 @@ class StandardizedVLLM(VLLM):
         """The longest sequence (prompt plus generated tokens) this engine takes."""
         entry = self.__dict__.get("vllm_entrypoint")
         return None if entry is None else entry.llm_engine.model_config.max_model_len
+
+    @property
+    def engine_dtype(self) -> torch.dtype | None:
+        """The dtype the engine serves in (``dtype="auto"`` resolved to the checkpoint's)."""
+        entry = self.__dict__.get("vllm_entrypoint")
+        return None if entry is None else entry.llm_engine.model_config.dtype
+
+    @property
+    def engine_device(self) -> str:
+        """Where the engine runs, in words (``cpu``, ``cuda (NVIDIA H200)``)."""
+        return platform.device_label()
 
     def _engine_processes(self) -> list | None:
         entry = self.__dict__.get("vllm_entrypoint")
@@ -274,7 +286,7 @@ class StandardizedVLLM(VLLM):
         where = slice(None) if positions is None else positions
         for index in indices:
             stream = self.layers[index].layer_output
-            stream[:, where] += factor * steering_vector.to(stream)
+            stream[:, where] += factor * matching(steering_vector, stream)
 
     def skip_layers(
         self, start: int, end: int | None = None, skip_with: torch.Tensor | None = None
@@ -291,7 +303,9 @@ class StandardizedVLLM(VLLM):
         end = start if end is None else end
         if not 0 <= start <= end < self.num_layers:
             raise IndexError(f"skip_layers({start}, {end}) outside 0..{self.num_layers - 1}")
-        stream = self.layers[start].layer_input if skip_with is None else skip_with
+        stream = self.layers[start].layer_input
+        if skip_with is not None:  # from either device, in any float dtype
+            stream = matching(skip_with, stream)
         for index in range(start, end + 1):
             self.layers[index].skip_with(stream)
 

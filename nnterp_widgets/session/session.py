@@ -21,9 +21,10 @@ from .status import STARTING, State, Status
 from .tree import build_tree
 from .worker import EngineWorker
 
-#: Engine settings a session uses unless told otherwise: float32 so values match a
-#: float32 reference, and a modest memory share so a second engine still fits.
-DEFAULT_SETTINGS = {"dtype": "float32", "gpu_memory_utilization": 0.3}
+#: Engine settings a session uses unless told otherwise: a modest memory share so a
+#: second engine still fits. The dtype is the platform's default (float32 on the CPU,
+#: the checkpoint's own on a GPU: `platform.default_dtype`) unless given.
+DEFAULT_SETTINGS = {"gpu_memory_utilization": 0.3}
 EMBEDDED = "<embedded tiny checkpoint>"
 
 Listener = Callable[[Status], None]
@@ -77,6 +78,9 @@ class Session:
         self.settings = {**DEFAULT_SETTINGS, **settings}
         self.closed = False
         self.status: Status = STARTING
+        #: Where the engine runs and in which dtype, once it is open ("cuda (NVIDIA H200)", "bfloat16").
+        self.device: str | None = None
+        self.dtype: str | None = None
         self._listeners: list[Listener] = []
         self._progress = _StartProgress(str(model) if model else "the embedded tiny checkpoint") if progress else None
         self.started_at = time.monotonic()
@@ -89,6 +93,7 @@ class Session:
         # vLLM logs every step at INFO; in a notebook that buries the widgets. Read at
         # vLLM's import, so set before it (a caller's own setting wins).
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        from ..engine.platform import default_dtype
         from ..engine.standardized import StandardizedVLLM
 
         path = self.model
@@ -98,14 +103,16 @@ class Session:
             path = checkpoint()
         if self._progress is not None:
             self._progress.step("starting the vLLM engine")
-        return StandardizedVLLM(path, **self.settings)
+        engine = StandardizedVLLM(path, **{"dtype": default_dtype(), **self.settings})
+        self.device, self.dtype = engine.engine_device, str(engine.engine_dtype).removeprefix("torch.")
+        return engine
 
     def _status(self, status: Status) -> None:
         self.status = status
         if status.state is State.IDLE and self.start_seconds is None:
             self.start_seconds = time.monotonic() - self.started_at
             if self._progress is not None:
-                self._progress.close(f"engine ready in {self.start_seconds:.0f} s")
+                self._progress.close(f"engine ready in {self.start_seconds:.0f} s on {self.device}, {self.dtype}")
                 self._progress = None
         elif status.state is State.ERROR and self._progress is not None:
             self._progress.close(status.message)

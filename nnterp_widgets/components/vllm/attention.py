@@ -18,7 +18,7 @@ from nnsight.intervention.interleaver import Mediator
 
 from ...errors import Unavailable
 from .layer import StandardEnvoy, _contribution, _tensor_out, _tensor_out_back
-from .values import StandardValue
+from .values import StandardValue, matching
 
 #: Why the pattern is not served on a decode step.
 DECODE = (
@@ -77,9 +77,7 @@ def _split_heads(which: str):
     def write(attention, raw, value):
         bound = _qkv(attention, raw)
         flat = bound.arguments[which]
-        bound.arguments[which] = (
-            value[0].transpose(0, 1).reshape(flat.shape).to(flat.dtype).contiguous()
-        )
+        bound.arguments[which] = matching(value[0].transpose(0, 1).reshape(flat.shape), flat).contiguous()
         return (bound.args[1:], bound.kwargs)
 
     return read, write
@@ -92,7 +90,7 @@ def _head_outputs(attention, raw):
 
 
 def _head_outputs_back(attention, raw, value):
-    return value.reshape(raw.shape).to(raw.dtype).contiguous()
+    return matching(value.reshape(raw.shape), raw).contiguous()
 
 
 def recompute_scores(

@@ -129,9 +129,19 @@ def batched(tensor: torch.Tensor, features: int = 1) -> torch.Tensor:
     return tensor.clone().reshape(1, -1, *tail)
 
 
+def matching(value: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``value`` on ``like``'s device and in its dtype.
+
+    What a user writes or steers in may come from either device (a CPU tensor into a
+    CUDA engine) and in any float dtype (a float64 vector into a float32 stream); the
+    engine's kernels take neither, so every write path maps it here first.
+    """
+    return value.to(device=like.device, dtype=like.dtype)
+
+
 def unbatched(value: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """A ``[1, tokens, ...]`` value back in the slab's layout, dtype and device."""
-    return value.reshape(like.shape).to(dtype=like.dtype, device=like.device).contiguous()
+    return matching(value.reshape(like.shape), like).contiguous()
 
 
 def first_arg(raw: Any) -> Any:
