@@ -8,16 +8,34 @@ remember them: ``engine`` on every test that uses a fixture starting a vLLM engi
 (:data:`ENGINE_FIXTURES`: here, in a kernel or in JupyterLab), ``browser`` on every test
 under tests/browser/ or using the ``browser`` fixture (Chromium; the few elsewhere that
 start their own carry the mark). ``-m "not engine and not browser"`` runs the rest.
+
+``pytest --device=cuda`` runs the same tests on a CUDA build of vLLM, with the
+transformers reference on the same GPU (`devices`); without a GPU every test is
+skipped with the reason, and the default (``cpu``) is the CPU suite as it was.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+import devices
 from nnterp_widgets.checkpoints import checkpoint
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--device", choices=devices.DEVICES, default=os.environ.get(devices.ENV, "cpu"),
+        help="where the engine and the transformers reference run (cuda: the GPU run, docs/gpu.md)",
+    )
+
+
+def pytest_configure(config):
+    devices.select(config.getoption("--device"))
+
 
 ENGINE_KWARGS = dict(dtype="float32", gpu_memory_utilization=0.3, max_model_len=512)
 #: The fixtures that start an engine: a test using one (even indirectly) is marked ``engine``.
@@ -33,6 +51,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.engine)
         if BROWSER_DIR in Path(str(item.fspath)).parents or "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
+    reason = devices.missing()  # --device=cuda on a machine without one
+    if reason:
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            item.add_marker(skip)
 
 
 def open_engine(family: str):

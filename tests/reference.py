@@ -1,5 +1,8 @@
 """The independent reference: the same tiny checkpoint in transformers, float32.
 
+It runs on the tests' device (`devices`: the CPU, or the GPU of the GPU run), so it
+is compared with the engine's values on the device they come back on.
+
 `reference_values` runs one prompt and returns, per standard name, what transformers
 computes at the corresponding place, read with plain forward hooks — nothing here
 touches vLLM or nnsight. `reference_attention` captures what each layer's attention
@@ -20,6 +23,8 @@ from functools import lru_cache
 from typing import Callable
 
 import torch
+
+import devices
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,7 @@ def hf_model(path: str, implementation: str = "eager"):
 
     model = AutoModelForCausalLM.from_pretrained(
         path, dtype=torch.float32, attn_implementation=implementation
-    ).eval()
+    ).eval().to(devices.DEVICE)
     return model, AutoTokenizer.from_pretrained(path)
 
 
@@ -150,6 +155,7 @@ def hf_reference(path: str, family: str):
         path, dtype=torch.float32, attn_implementation=names.implementation
     ).eval()
     names.patch(model)
+    model.to(devices.DEVICE)
     return model, AutoTokenizer.from_pretrained(path)
 
 
@@ -185,7 +191,7 @@ def reference_values(
     """
     model, tokenizer = hf_reference(path, family)
     names = HF_NAMES[family]
-    ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+    ids = tokenizer(prompt, return_tensors="pt")["input_ids"].to(devices.DEVICE)
     embed = _get(model, names.embed)
     found: dict = {"input_ids": ids, "token_embeddings": torch.nn.functional.embedding(ids, embed.weight).detach().clone()}
     handles = []
@@ -253,7 +259,7 @@ def reference_attention(path: str, family: str, prompt: str) -> dict:
     layers = _get(model, names.layers)
     attentions = [_get(layer, names.attention) for layer in layers]
     index_of = {id(attention): i for i, attention in enumerate(attentions)}
-    ids = tokenizer(prompt, return_tensors="pt")["input_ids"]
+    ids = tokenizer(prompt, return_tensors="pt")["input_ids"].to(devices.DEVICE)
     found: dict = {}
     capture = {"eager": _capture_eager, "gptj": _capture_gptj, "sdpa": _capture_sdpa,
                "fused": _capture_fused}[names.interior]
@@ -340,7 +346,7 @@ def _capture_sdpa(names, attentions, index_of, found):
             else:
                 scores = scores + attn_mask.double()
         if is_causal:
-            upper = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), diagonal=1)
+            upper = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool, device=scores.device), diagonal=1)
             scores = scores.masked_fill(upper, float("-inf"))
         calls.append((query, key, value, output.transpose(1, 2), torch.softmax(scores, dim=-1)))
         return output

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import devices
 from nnterp_widgets import Unavailable
 from reference import reference_values
 from traces import trace_values
@@ -150,7 +151,7 @@ def test_wrong_shape_write_fails_that_request_only(engine, values):
 
 def test_inplace_edit_and_assignment_match_transformers(engine, values):
     path = engine.args[0]
-    shift = torch.linspace(-1, 1, engine.hidden_size)
+    shift = devices.on_device(torch.linspace(-1, 1, engine.hidden_size))
     expected = reference_values(path, engine.family_name, PROMPT,
                                 edit=lambda i, h: h + shift if i == 0 else h)
     with engine.trace(PROMPT, **GREEDY):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import devices
 from reference import reference_attention, reference_values
 from traces import trace_values
 from seed_text import SEED_DECODE
@@ -42,8 +43,8 @@ def test_pattern_is_causal_and_normalised(engine, interior):
     for i in range(engine.num_layers):
         pattern = interior[("attention_probabilities", i)]
         scores = interior[("attention_scores", i)]
-        torch.testing.assert_close(pattern.sum(-1), torch.ones(pattern.shape[:-1]))
-        upper = torch.triu(torch.ones(pattern.shape[-2:], dtype=torch.bool), diagonal=1)
+        torch.testing.assert_close(pattern.sum(-1), torch.ones(pattern.shape[:-1], device=pattern.device))
+        upper = torch.triu(torch.ones(pattern.shape[-2:], dtype=torch.bool, device=pattern.device), diagonal=1)
         assert torch.all(pattern[..., upper] == 0)
         assert torch.all(torch.isneginf(scores[..., upper]))
         torch.testing.assert_close(torch.softmax(scores, -1), pattern)
@@ -77,7 +78,7 @@ def test_editing_queries_or_head_outputs_changes_logits(engine, interior):
         flat = attn.attention_probabilities.save()
         after_queries = engine.logits.save()
     # Zero queries: every visible key scores the same, the pattern is uniform per row.
-    rows = torch.arange(1, flat.shape[-1] + 1, dtype=torch.float32)
+    rows = torch.arange(1, flat.shape[-1] + 1, dtype=torch.float32, device=flat.device)
     torch.testing.assert_close(flat.max(-1).values[0, 0], 1 / rows)
     assert not torch.allclose(after_queries, interior["logits"], atol=1e-3)
     with engine.trace(PROMPT, **GREEDY):
@@ -130,13 +131,51 @@ def test_generation_step_shapes(engine):
 
 
 def test_steer_matches_transformers(engine, interior):
+    # The vector stays on the CPU, as a user's would: on the GPU run it crosses devices.
     vector = torch.linspace(-2, 2, engine.hidden_size)
+    here = devices.on_device(vector)
     expected = reference_values(engine.args[0], engine.family_name, PROMPT,
-                                edit=lambda i, h: h + 0.5 * vector if i == 0 else h)
+                                edit=lambda i, h: h + 0.5 * here if i == 0 else h)
     with engine.trace(PROMPT, **GREEDY):
         engine.steer(0, vector, factor=0.5)
         logits = engine.logits.save()
     torch.testing.assert_close(logits, expected["logits"], **TOL)
+
+
+def test_foreign_tensors_written_in(engine, interior):
+    # What a user writes, steers or skips with may be float64 and on the CPU whatever
+    # the engine's dtype and device: the engine maps it, and it acts as the same values
+    # in the engine's own dtype would.
+    attn = engine.layers[0].self_attn
+    vector = torch.linspace(-2, 2, engine.hidden_size, dtype=torch.float64)
+    with engine.trace(PROMPT, **GREEDY):
+        engine.steer(0, vector.float(), factor=0.5)
+        native = engine.logits.save()
+    with engine.trace(PROMPT, **GREEDY):
+        engine.steer(0, vector, factor=0.5)
+        foreign = engine.logits.save()
+    torch.testing.assert_close(foreign, native, **TOL)
+    assert not torch.allclose(foreign, interior["logits"], atol=1e-3)
+    queries = interior[("attention_queries", 0)]
+    heads = interior[("attention_head_outputs", 0)]
+    with engine.trace(PROMPT, **GREEDY):
+        attn.attention_queries = (queries * 0.5).cpu().double()
+        attn.attention_head_outputs = (heads * 2).cpu().double()
+        foreign = engine.logits.save()
+    with engine.trace(PROMPT, **GREEDY):
+        attn.attention_queries = queries * 0.5
+        attn.attention_head_outputs = heads * 2
+        native = engine.logits.save()
+    torch.testing.assert_close(foreign, native, **TOL)
+    assert not torch.allclose(foreign, interior["logits"], atol=1e-3)
+    stream = interior[("layer_input", 0)]
+    with engine.trace(PROMPT, **GREEDY):
+        engine.skip_layers(0, skip_with=stream.cpu().double())
+        foreign = engine.logits.save()
+    with engine.trace(PROMPT, **GREEDY):
+        engine.skip_layers(0)
+        native = engine.logits.save()
+    torch.testing.assert_close(foreign, native, **TOL)
 
 
 def test_skip_layers_passes_the_stream_through(engine):

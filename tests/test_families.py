@@ -17,6 +17,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import devices
 from conftest import open_engine
 from nnterp_widgets.families.vllm import KNOWN, family_for
 from reference import HF_NAMES, reference_attention, reference_values
@@ -210,12 +211,13 @@ def test_steer_and_skip_match_transformers(engine):
     # Writes go back in each convention's own layout (a fused pair, a flat stream, the
     # Transformers backend's batch of one): steer block 0's stream and skip the rest, in
     # vLLM and in transformers, and the logits agree.
-    vector = torch.linspace(-1, 1, engine.hidden_size)
+    vector = torch.linspace(-1, 1, engine.hidden_size)  # the engine's: from the CPU
+    here = devices.on_device(vector)  # the reference's: on its device
     kept = {}
 
     def edit(i, hidden):
         if i == 0:
-            kept["stream"] = hidden + vector
+            kept["stream"] = hidden + here
         return kept["stream"]  # blocks after the first pass their input through
 
     expected = reference_values(str(engine.args[0]), engine.family_name, PROMPT, edit=edit)

@@ -43,8 +43,8 @@ def test_lens_matches_transformers(session, result):
     path = str(checkpoint("qwen2"))
     lens = _hf_lens(path, PROMPT)
     top = lens.topk(result.lens.top_ids.shape[-1], dim=-1)
-    np.testing.assert_array_equal(result.lens.top_ids, top.indices.numpy())
-    np.testing.assert_allclose(result.lens.top_probs, top.values.numpy(), atol=1e-5)
+    np.testing.assert_array_equal(result.lens.top_ids, top.indices.cpu().numpy())
+    np.testing.assert_allclose(result.lens.top_probs, top.values.cpu().numpy(), atol=1e-5)
     tokenizer = session.tokenizer()
     assert result.lens.top1_texts()[0][0] == tokenizer.decode([int(top.indices[0, 0, 0])])
 
@@ -58,7 +58,7 @@ def test_patterns_match_transformers(result):
     expected = reference_attention(str(checkpoint("qwen2")), "qwen2", PROMPT)
     assert sorted(result.patterns) == [0, 1]
     for layer, pattern in result.patterns.items():
-        want = expected[("attention_probabilities", layer)][0].numpy()
+        want = expected[("attention_probabilities", layer)][0].cpu().numpy()
         np.testing.assert_allclose(pattern, want, atol=1e-5)
         panel = result.attention(layer)
         np.testing.assert_array_equal(panel.head(1), pattern[1])
@@ -75,10 +75,10 @@ def test_value_previews_match_transformers(session, result):
     summary = result.values[f"{engine_path}.layer_output"]
     want = expected[("layer_output", 1)][0]
     assert summary.shape == tuple(expected[("layer_output", 1)].shape)
-    np.testing.assert_allclose(summary.preview, want[:, : summary.preview.shape[1]].numpy(), atol=1e-4)
+    np.testing.assert_allclose(summary.preview, want[:, : summary.preview.shape[1]].cpu().numpy(), atol=1e-4)
     assert summary.stats["max"] == pytest.approx(float(want.max()), abs=1e-4)
     neurons = result.values[f"{engine_path}.mlp.mlp_neurons"]
-    np.testing.assert_allclose(neurons.preview, expected[("mlp_neurons", 1)][0][:, :16].numpy(), atol=1e-4)
+    np.testing.assert_allclose(neurons.preview, expected[("mlp_neurons", 1)][0][:, :16].cpu().numpy(), atol=1e-4)
     assert f"{engine_path}.mlp.mlp_activation" not in result.values  # unavailable: never read
 
 

