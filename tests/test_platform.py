@@ -1,0 +1,41 @@
+"""What the engine sets up per platform, before any engine starts (no engine here)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from nnterp_widgets.engine import platform
+
+
+@pytest.mark.parametrize("dtype, expected", [
+    ("float32", True), ("float", True), (torch.float32, True),
+    ("auto", False), ("bfloat16", False), (torch.float16, False), (None, False),
+])
+def test_float32_is_recognised_in_every_spelling(dtype, expected):
+    assert platform.is_float32(dtype) is expected
+
+
+def test_cpu_host_keeps_float32_and_sets_only_its_cache(monkeypatch):
+    if not platform.on_cpu():
+        pytest.skip("a GPU host: see docs/gpu.md")
+    assert platform.default_dtype() == "float32"
+    assert platform.device_label() == "cpu"
+    for name in ("VLLM_CPU_KVCACHE_SPACE", *platform.WORKER_START, *platform.EXACT_FLOAT32):
+        monkeypatch.delenv(name, raising=False)
+    assert platform.prepare_environment("float32") == {"VLLM_CPU_KVCACHE_SPACE": platform.CPU_KV_CACHE_GIB}
+    assert not set(platform.EXACT_FLOAT32) & set(os.environ)
+
+
+def test_gpu_host_spawns_and_makes_float32_exact(monkeypatch):
+    if platform.on_cpu():
+        pytest.skip("a CPU host: vLLM's CPU platform")
+    assert platform.default_dtype() == "auto"
+    for name in (*platform.WORKER_START, *platform.EXACT_FLOAT32):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TRITON_F32_DEFAULT", "tf32")  # the caller's own setting wins
+    found = platform.prepare_environment("float32")
+    assert found == {**platform.WORKER_START, "VLLM_FLOAT32_MATMUL_PRECISION": "highest"}
+    assert os.environ["TRITON_F32_DEFAULT"] == "tf32"
