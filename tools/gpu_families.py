@@ -63,8 +63,7 @@ def _compare(values: dict, reference: dict, attention: dict, family: str, bf16: 
         failed.append("input_ids")
     pairs = [(key, values[key], want) for key, want in reference.items()
              if key not in ("input_ids",) and key in values]
-    pairs += [(key, values[key], want) for key, want in attention.items()
-              if key in values and key[0] == "attention_probabilities"]
+    pairs += [(key, values[key], want) for key, want in attention.items() if key in values]
     for key, got, want in pairs:
         checks += 1
         name = key if isinstance(key, str) else f"{key[0]}[{key[1]}]"
