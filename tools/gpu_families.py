@@ -41,7 +41,7 @@ TOL = dict(atol=1e-4, rtol=1e-4)
 #: rounding error is up to 2**-9 = 0.2% of it); the engine rounds every weight and every
 #: op's output, the reference none, so after a couple of blocks values differ by a few
 #: per cent of their scale. Held: each value within 5% of its largest magnitude, and the
-#: logits' top-1 token the same.
+#: engine's top-1 token the reference's (or tied with it within that tolerance).
 BF16_SCALE = 5e-2
 
 
@@ -81,8 +81,12 @@ def _compare(values: dict, reference: dict, attention: dict, family: str, bf16: 
         if not ok:
             failed.append(name)
     if bf16:
+        # The engine's top-1 token is the reference's, or one the reference ranks within
+        # the tolerance of its top (two near-equal logits may swap in bfloat16).
         checks += 1
-        if int(values["logits"].argmax()) != int(reference["logits"].argmax().item()):
+        want = reference["logits"].float().flatten()
+        top = int(values["logits"].float().flatten().argmax())
+        if want[top] < want.max() - BF16_SCALE * want.abs().max():
             failed.append("logits top-1")
     top = sorted(worst.items(), key=lambda item: -item[1]["rel_to_scale"])[:3]
     return {"checks": checks, "failed": failed, "worst": dict(top)}
