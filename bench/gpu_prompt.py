@@ -28,6 +28,8 @@ SHAPE = dict(
     rope_theta=1000000.0, tie_word_embeddings=True, rms_norm_eps=1e-6,
 )
 TARGET_MS_512 = 100
+#: Seconds one request may take before it counts as failed (a dead engine never answers).
+REQUEST_TIMEOUT_S = 60
 TARGET_RATIO_4096 = 3.0
 
 
@@ -92,6 +94,27 @@ def median_ms(fn, repeat: int) -> tuple[float, list[float]]:
     return statistics.median(samples), samples
 
 
+def write(out: Path, meta: dict, rows: list[dict], repeat: int) -> list[str]:
+    """``gpu_prompt.json`` and ``.md`` for what is measured so far (a run cut short keeps it)."""
+    (out / "gpu_prompt.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    lines = [f"# Prompt request vs raw forward on {meta['device']}, {meta['dtype']}, Qwen2.5-0.5B shape", "",
+             f"median of {repeat} after one warm-up; engine start {meta['engine_start_s']} s; "
+             f"targets: 512 tokens under {TARGET_MS_512} ms, 4,096 under {TARGET_RATIO_4096}x the raw forward", "",
+             "| tokens | raw forward ms | prompt request ms | ratio | note |", "|---|---|---|---|---|"]
+    for row in rows:
+        if "error" in row:
+            lines.append(f"| {row['tokens']} | | | | {row['error'].replace('|', '/')} |")
+            continue
+        note = ""
+        if row["tokens"] == 512:
+            note = "target met" if row["prompt_ms"] < TARGET_MS_512 else "over the 100 ms target"
+        elif row["tokens"] == 4096:
+            note = "target met" if row["ratio"] < TARGET_RATIO_4096 else "over the 3x target"
+        lines.append(f"| {row['tokens']} | {row['raw_ms']} | {row['prompt_ms']} | {row['ratio']} | {note} |")
+    (out / "gpu_prompt.md").write_text("\n".join(lines) + "\n")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -123,33 +146,19 @@ def main(argv: list[str] | None = None) -> int:
             text = prompt_of(tokenizer, tokens)
             row = {"tokens": tokens}
             try:
-                raw, raw_samples = median_ms(lambda: session.request("raw", _raw_forward(text)).result(), args.repeat)
-                probe, probe_samples = median_ms(lambda: session.prompt(text).result(), args.repeat)
+                raw, raw_samples = median_ms(lambda: session.request("raw", _raw_forward(text)).result(REQUEST_TIMEOUT_S), args.repeat)
+                probe, probe_samples = median_ms(lambda: session.prompt(text).result(REQUEST_TIMEOUT_S), args.repeat)
                 row.update(raw_ms=round(raw, 1), prompt_ms=round(probe, 1), ratio=round(probe / raw, 2),
                            raw_samples=[round(s, 1) for s in raw_samples],
                            prompt_samples=[round(s, 1) for s in probe_samples])
             except Exception as error:  # noqa: BLE001 - one length's failure is a result
                 row.update(error=repr(error)[:400], trace=traceback.format_exc()[-1500:])
             rows.append(row)
+            write(out, meta, rows, args.repeat)
             print(f"[bench] {tokens} tokens: {row}", flush=True)
     finally:
         session.close()
-    (out / "gpu_prompt.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    lines = [f"# Prompt request vs raw forward on {meta['device']}, {meta['dtype']}, Qwen2.5-0.5B shape", "",
-             f"median of {args.repeat} after one warm-up; engine start {meta['engine_start_s']} s; "
-             f"targets: 512 tokens under {TARGET_MS_512} ms, 4,096 under {TARGET_RATIO_4096}x the raw forward", "",
-             "| tokens | raw forward ms | prompt request ms | ratio | note |", "|---|---|---|---|---|"]
-    for row in rows:
-        if "error" in row:
-            lines.append(f"| {row['tokens']} | | | | {row['error'].replace('|', '/')} |")
-            continue
-        note = ""
-        if row["tokens"] == 512:
-            note = "target met" if row["prompt_ms"] < TARGET_MS_512 else "over the 100 ms target"
-        elif row["tokens"] == 4096:
-            note = "target met" if row["ratio"] < TARGET_RATIO_4096 else "over the 3x target"
-        lines.append(f"| {row['tokens']} | {row['raw_ms']} | {row['prompt_ms']} | {row['ratio']} | {note} |")
-    (out / "gpu_prompt.md").write_text("\n".join(lines) + "\n")
+    lines = write(out, meta, rows, args.repeat)
     print("\n".join(lines), flush=True)
     return 0 if rows and all("error" not in row for row in rows) else 1
 
