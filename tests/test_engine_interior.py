@@ -176,6 +176,10 @@ def test_foreign_tensors_written_in(engine, interior):
         engine.skip_layers(0)
         native = engine.logits.save()
     torch.testing.assert_close(foreign, native, **TOL)
+    with engine.trace(PROMPT, **GREEDY):
+        foreign = engine.project_on_vocab(stream[:, -1:].cpu().double()).save()
+        native = engine.project_on_vocab(stream[:, -1:]).save()
+    torch.testing.assert_close(foreign, native, **TOL)
 
 
 def test_skip_layers_passes_the_stream_through(engine):

@@ -257,10 +257,13 @@ class StandardizedVLLM(VLLM):
             raise RuntimeError(TRACE_ONLY.format(name="project_on_vocab"))
         leading = hidden.shape[:-1]
         flat = hidden.reshape(-1, hidden.shape[-1])
+        head = self.lm_head._module
+        weight = getattr(head, "weight", None)
+        if isinstance(weight, torch.Tensor) and weight.is_floating_point():  # either device, any float dtype
+            flat = matching(flat, weight)
         normed = self.norm(flat)
         if isinstance(normed, tuple):
             normed = normed[0]
-        head = self.lm_head._module
         bias = getattr(head, "bias", None) if self._family.head_bias else None
         logits = self.logits_processor(head, normed, bias)
         return logits.reshape(*leading, logits.shape[-1])
