@@ -16,6 +16,13 @@ from typing import Any, Iterator
 CPU_KV_CACHE_GIB = "1"
 
 
+def cpu_threads_bind(workers: int) -> str:
+    """VLLM_CPU_OMP_THREADS_BIND for a CPU engine split across ``workers``: one core
+    each ("0|1" for two). vLLM's default binds by NUMA node, and refuses to start with
+    more workers than nodes ("Not enough allowed NUMA nodes")."""
+    return "|".join(str(core) for core in range(workers))
+
+
 def on_cpu() -> bool:
     from vllm.platforms import current_platform
 
@@ -68,7 +75,7 @@ def is_float32(dtype: Any) -> bool:
     return str(dtype).removeprefix("torch.") in ("float32", "float")
 
 
-def prepare_environment(dtype: Any = None) -> dict[str, str]:
+def prepare_environment(dtype: Any = None, tensor_parallel_size: int = 1) -> dict[str, str]:
     """Settings vLLM reads from the environment, set before an engine starts.
 
     A setting the caller made already wins. Returns what this call set.
@@ -76,6 +83,8 @@ def prepare_environment(dtype: Any = None) -> dict[str, str]:
     wanted = {"VLLM_CPU_KVCACHE_SPACE": CPU_KV_CACHE_GIB} if on_cpu() else dict(WORKER_START)
     if not on_cpu() and is_float32(dtype):
         wanted.update(EXACT_FLOAT32)
+    if on_cpu() and tensor_parallel_size > 1:
+        wanted["VLLM_CPU_OMP_THREADS_BIND"] = cpu_threads_bind(tensor_parallel_size)
     found = {name: value for name, value in wanted.items() if name not in os.environ}
     os.environ.update(found)
     return found

@@ -120,7 +120,9 @@ class StandardizedVLLM(VLLM):
         worker = platform.worker_cls()
         if worker is not None:
             self._WORKER_CLS = worker
-        platform.prepare_environment(dtype)
+        #: How many workers vLLM splits the model across (each holds a share of the heads).
+        self._tensor_parallel_size = int(vllm_kwargs.get("tensor_parallel_size") or 1)
+        platform.prepare_environment(dtype, self._tensor_parallel_size)
         super().__init__(
             name_or_path,
             dispatch=dispatch,
@@ -184,6 +186,11 @@ class StandardizedVLLM(VLLM):
     @property
     def family(self) -> Family:
         return self._family
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        """How many workers the model is split across; every value is served whole."""
+        return self._tensor_parallel_size
 
     num_layers = property(lambda self: self._sizes["num_layers"])
     hidden_size = property(lambda self: self._sizes["hidden_size"])

@@ -18,6 +18,8 @@
  *                                         repeated block (decoder layers); siblings sharing
  *                                         `group` are shown under one collapsible group row
  *                      values: [Value]    listed under the node, before its children
+ *                      tensor_parallel_size?: int  root only: workers the model is split
+ *                                         across (shown when > 1; values are whole regardless)
  *                      children: [Node] }
  *                  Value:
  *                    { id: str            unique, "model.model.layers.0.mlp.mlp_output"
@@ -486,6 +488,11 @@ function render({ model, el }) {
       const std = n.standard === true;
       row.append(h("span", { class: "nnw-mt-name" + (std ? " nnw-mt-std" : "") }, highlighted(it.name, q)));
       if (n.type) row.append(h("span", { class: "nnw-mt-type" }, asStr(n.type)));
+      const tp = Number(n.tensor_parallel_size);
+      if (tp > 1) {
+        const note = `tensor parallel: split across ${tp} workers; every value is gathered whole`;
+        row.append(h("span", { class: "nnw-mt-meta nnw-mt-tp", title: note }, `tp=${tp}`));
+      }
       row.title = it.id;
       row.dataset.id = it.id;
     } else {

@@ -75,4 +75,5 @@ def build_tree(model: Any, result: PromptResult | None = None) -> list[dict]:
     root["name"] = "model"
     root["standard"] = True
     root["values"] = [_value_entry(model, name, result) for name in ROOT_VALUES]
+    root["tensor_parallel_size"] = model.tensor_parallel_size
     return [root]

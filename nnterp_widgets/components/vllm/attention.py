@@ -6,6 +6,11 @@ projection. So the interior is read at that module: its inputs are the queries, 
 and values, its output the heads' outputs. The pattern never exists as a tensor (the
 kernel fuses it), so it is recomputed from this step's queries and keys with the
 layer's own scale, softcap, ALiBi slopes, sliding window and grouped kv heads.
+
+Under tensor parallelism each worker's kernel holds its own share of the heads, so
+every per-head value is gathered across the group into the model's head order on
+the way in and cut back to the worker's share on the way out (`_heads`). Every
+rank runs the same intervention, so every rank reaches the same collectives.
 """
 
 from __future__ import annotations
@@ -66,18 +71,68 @@ def _geometry(kernel: torch.nn.Module, which: str) -> tuple[int, int]:
     return kernel.num_kv_heads, getattr(kernel, "head_size_v", kernel.head_size)
 
 
+def _sharding(attention) -> tuple[int, int, int]:
+    """``(rank, workers, kv_replicas)``: how the block's heads are split across workers.
+
+    Read off the block's own parallel projection (what vLLM sharded the heads by), so
+    a block built unsplit (``disable_tp``) reads as one worker whatever the engine's
+    size. When there are fewer kv heads than workers vLLM gives each worker one kv
+    head, replicated ``kv_replicas`` times across consecutive ranks.
+    """
+    from vllm.model_executor.layers.linear import ColumnParallelLinear, QKVParallelLinear
+
+    projections = [m for m in attention._module.modules() if isinstance(m, ColumnParallelLinear)]
+    if not projections:
+        return 0, 1, 1
+    fused = next((m for m in projections if isinstance(m, QKVParallelLinear)), None)
+    first = fused or projections[0]
+    replicas = getattr(fused, "num_kv_head_replicas", 1) if fused is not None else 1
+    return first.tp_rank, first.tp_size, replicas
+
+
+def _whole_heads(attention, local: torch.Tensor, kv: bool) -> torch.Tensor:
+    """This worker's heads ``[tokens, local_heads, size]`` -> every head, model order."""
+    rank, workers, replicas = _sharding(attention)
+    if workers == 1:
+        return local
+    from vllm.distributed import tensor_model_parallel_all_gather
+
+    gathered = tensor_model_parallel_all_gather(local.contiguous(), dim=1)
+    if kv and replicas > 1:
+        # Consecutive ranks hold the same kv head: keep one copy of each.
+        gathered = gathered.unflatten(1, (workers, -1))[:, ::replicas].flatten(1, 2)
+    return gathered
+
+
+def _own_heads(attention, whole: torch.Tensor, kv: bool) -> torch.Tensor:
+    """Every head ``[tokens, heads, size]`` -> this worker's share, as its kernel holds it."""
+    rank, workers, replicas = _sharding(attention)
+    if workers == 1:
+        return whole
+    replicas = replicas if kv else 1
+    local = whole.shape[1] * replicas // workers
+    start = (rank // replicas) * local
+    return whole[:, start:start + local]
+
+
+def _heads(attention, flat: torch.Tensor, which: str) -> torch.Tensor:
+    """One of q/k/v (``which``) as every head, ``[tokens, heads, head_dim]``."""
+    heads, size = _geometry(_kernel(attention), which)
+    return _whole_heads(attention, flat.reshape(-1, heads, size), kv=which != "query")
+
+
 def _split_heads(which: str):
     """Read one of q/k/v as ``[1, heads, tokens, head_dim]``."""
 
     def read(attention, raw):
         flat = _qkv(attention, raw).arguments[which]
-        heads, size = _geometry(_kernel(attention), which)
-        return flat.reshape(-1, heads, size).transpose(0, 1).unsqueeze(0).clone()
+        return _heads(attention, flat, which).transpose(0, 1).unsqueeze(0).clone()
 
     def write(attention, raw, value):
         bound = _qkv(attention, raw)
         flat = bound.arguments[which]
-        bound.arguments[which] = matching(value[0].transpose(0, 1).reshape(flat.shape), flat).contiguous()
+        own = _own_heads(attention, value[0].transpose(0, 1), kv=which != "query")
+        bound.arguments[which] = matching(own.reshape(flat.shape), flat).contiguous()
         return (bound.args[1:], bound.kwargs)
 
     return read, write
@@ -86,11 +141,13 @@ def _split_heads(which: str):
 def _head_outputs(attention, raw):
     kernel = _kernel(attention)
     size = getattr(kernel, "head_size_v", kernel.head_size)
-    return raw.reshape(-1, kernel.num_heads, size).unsqueeze(0).clone()
+    local = raw.reshape(-1, kernel.num_heads, size)
+    return _whole_heads(attention, local, kv=False).unsqueeze(0).clone()
 
 
 def _head_outputs_back(attention, raw, value):
-    return matching(value.reshape(raw.shape), raw).contiguous()
+    own = _own_heads(attention, value[0], kv=False)
+    return matching(own.reshape(raw.shape), raw).contiguous()
 
 
 def recompute_scores(
@@ -126,15 +183,16 @@ def _scores(attention, raw):
     kernel = _kernel(attention)
     impl = kernel.impl
     arguments = _qkv(attention, raw).arguments
-    query = arguments["query"].reshape(-1, kernel.num_heads, kernel.head_size)
-    key = arguments["key"].reshape(-1, kernel.num_kv_heads, kernel.head_size)
+    slopes = getattr(impl, "alibi_slopes", None)
+    if slopes is not None:  # one per query head, split like them
+        slopes = _whole_heads(attention, slopes.reshape(1, -1, 1), kv=False).flatten()
     window = getattr(kernel, "sliding_window", None)
     return recompute_scores(
-        query,
-        key,
+        _heads(attention, arguments["query"], "query"),
+        _heads(attention, arguments["key"], "key"),
         impl.scale,
         softcap=getattr(impl, "logits_soft_cap", None) or None,
-        alibi_slopes=getattr(impl, "alibi_slopes", None),
+        alibi_slopes=slopes,
         sliding_window=window,
     ).unsqueeze(0)
 
