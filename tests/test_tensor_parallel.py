@@ -72,28 +72,30 @@ def _edited(engine) -> dict:
     last = engine.num_heads - 1
     kv_last = engine.num_kv_heads - 1
     first, second = engine.layers[0].self_attn, engine.layers[1].self_attn
-    out = {}
     with engine.trace(PROMPT, **GREEDY):
         # A head each worker holds: the first on worker 0, the last on the last worker.
         first.attention_head_outputs[:, :, 0] = 0
         first.attention_head_outputs[:, :, last] = 0
-        out["head_outputs"] = engine.logits.save()
+        head_outputs = engine.logits.save()
     with engine.trace(PROMPT, **GREEDY):
         queries = first.attention_queries
         queries[:, last] = queries[:, last] * 3
-        out["queries_pattern"] = first.attention_probabilities.save()
-        out["queries"] = engine.logits.save()
+        queries_pattern = first.attention_probabilities.save()
+        queries_logits = engine.logits.save()
     with engine.trace(PROMPT, **GREEDY):
         first.attention_keys = first.attention_keys * torch.arange(1.0, kv_last + 2).reshape(1, -1, 1, 1)
         first.attention_values[:, kv_last] = 0
-        out["keys_values"] = second.attention_queries.save()
+        keys_values = second.attention_queries.save()
     with engine.trace(PROMPT, **GREEDY):
         engine.steer(0, torch.linspace(-2, 2, engine.hidden_size), factor=0.5)
-        out["steer"] = engine.logits.save()
+        steer = engine.logits.save()
     with engine.trace(PROMPT, **GREEDY):
-        out["queries_before"] = second.attention_queries.save()
-        out["logits"] = engine.logits.save()
-    return out
+        queries_before = second.attention_queries.save()
+        logits = engine.logits.save()
+    return dict(
+        head_outputs=head_outputs, queries_pattern=queries_pattern, queries=queries_logits,
+        keys_values=keys_values, steer=steer, queries_before=queries_before, logits=logits,
+    )
 
 
 def test_writes_and_steer_have_the_same_effect(engines):
@@ -113,7 +115,7 @@ def _values(node: dict):
 
 
 def test_session_and_explorer_run_split(engines):
-    family = engines[1].family_name
+    family = engines[1].family.model_type
     if family != FAMILIES[0]:
         pytest.skip("one family's session is enough; its engine is a third start")
     session = Session.open(checkpoint(family), progress=False, tensor_parallel_size=SPLIT,
