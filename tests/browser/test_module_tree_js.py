@@ -319,6 +319,17 @@ def test_tree_renders_standard_names_first(h):
     assert keys.index("v:" + MLP0_OUT) < keys.index("n:model.model.layers.0.mlp.gate_up_proj")
 
 
+def test_split_model_shows_its_tensor_parallel_size(h):
+    model = h.node_row("model")
+    assert model.locator(".nnw-mt-tp").count() == 0  # one worker: nothing to say
+    state = fixture_state()
+    state["tree"][0]["tensor_parallel_size"] = 2
+    h.py_set("tree", state["tree"])
+    chip = h.node_row("model").locator(".nnw-mt-tp")
+    assert chip.text_content() == "tp=2"
+    assert "2 workers" in chip.get_attribute("title")
+
+
 def test_unavailable_value_is_greyed_with_reason(h):
     row = h.value_row(MLP0_ACT)
     assert row.get_attribute("title") == REASON
