@@ -92,6 +92,33 @@ def _tensor_out_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
     return unbatched(value, raw)
 
 
+def _summing_workers(envoy: Envoy) -> int:
+    """How many workers each hold a partial sum of this component's output: its output
+    projection is row-parallel and leaves the sum to the block (Falcon's parallel block
+    reduces attention and MLP together, once). 1 where the output is already whole."""
+    from vllm.model_executor.layers.linear import RowParallelLinear
+
+    for module in envoy._module.children():
+        if isinstance(module, RowParallelLinear) and module.tp_size > 1 and not module.reduce_results:
+            return module.tp_size
+    return 1
+
+
+def whole_sum(envoy: Envoy, partial: torch.Tensor) -> torch.Tensor:
+    """A component's output, summed across the workers that each hold a part of it."""
+    if _summing_workers(envoy) == 1:
+        return partial
+    from vllm.distributed import tensor_model_parallel_all_reduce
+
+    return tensor_model_parallel_all_reduce(partial.clone())
+
+
+def share_of_sum(envoy: Envoy, whole: torch.Tensor) -> torch.Tensor:
+    """This worker's part of a whole output: equal shares, which the block's own
+    reduction sums back to ``whole``."""
+    return whole / _summing_workers(envoy)
+
+
 def _input(envoy: Envoy) -> str:
     return f"{envoy.path}.input"
 

@@ -4,23 +4,25 @@ vLLM's Falcon projections skip their bias add (``skip_bias_add``) and return
 ``(output, bias)``; the block adds the biases itself, after the module (in place, or
 once for both halves of a parallel block). So a contribution is ``output + bias``
 here, and a written contribution goes back with no separate bias, so the block adds
-nothing more to it.
+nothing more to it. Split across workers, the block sums both halves' partial outputs
+once, before the biases: a contribution is that sum plus the bias, and a written one
+goes back as equal shares.
 """
 
 from ...components.vllm.attention import Attention
-from ...components.vllm.layer import PlainLayer, _contribution
+from ...components.vllm.layer import PlainLayer, _contribution, share_of_sum, whole_sum
 from ...components.vllm.mlp import PlainMLP
 from ...components.vllm.values import StandardValue, batched, unbatched
 from .base import Family
 
 
 def _with_bias(envoy, raw):
-    output, bias = raw[0], raw[1]
+    output, bias = whole_sum(envoy, raw[0]), raw[1]
     return batched(output if bias is None else output + bias)
 
 
 def _without_bias(envoy, raw, value):
-    return (unbatched(value, raw[0]), None, *raw[2:])
+    return (unbatched(share_of_sum(envoy, value), raw[0]), None, *raw[2:])
 
 
 class FalconAttention(Attention):
