@@ -4,8 +4,9 @@ vLLM's CPU backend at ``tensor_parallel_size=2`` (two worker processes, one core
 each) against the same checkpoint at 1, the same prompt: every served value whole
 and equal, writes and steering with the same effect, the session and explorer
 running split. Families whose heads divide by 2 (the tiny shapes in
-`nnterp_widgets.checkpoints.specs`), with kv heads split or replicated. Each family opens one engine per size; a split
-engine takes both cores, so run this module alone (``/work/slot --all``).
+`nnterp_widgets.checkpoints.specs`), with kv heads split or replicated. Each family
+opens one engine per size; a split engine takes both cores, so run this module alone
+(``/work/slot --all``).
 """
 
 from __future__ import annotations
