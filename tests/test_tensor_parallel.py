@@ -92,6 +92,12 @@ def _edited(engine) -> dict:
         first.attention_values[:, kv_last] = 0
         keys_values = second.attention_queries.save()
     with engine.trace(PROMPT, **GREEDY):
+        # Contributions: whole on most blocks, partial sums on Falcon's parallel block.
+        mlp = engine.layers[0].mlp
+        first.attention_output = first.attention_output * 0.5
+        mlp.mlp_output = mlp.mlp_output * 2
+        contributions = engine.logits.save()
+    with engine.trace(PROMPT, **GREEDY):
         engine.steer(0, torch.linspace(-2, 2, engine.hidden_size), factor=0.5)
         steer = engine.logits.save()
     with engine.trace(PROMPT, **GREEDY):
@@ -99,7 +105,7 @@ def _edited(engine) -> dict:
         logits = engine.logits.save()
     return dict(
         head_outputs=head_outputs, queries_pattern=queries_pattern, queries=queries_logits,
-        keys_values=keys_values, steer=steer, queries_before=queries_before, logits=logits,
+        keys_values=keys_values, contributions=contributions, steer=steer, queries_before=queries_before, logits=logits,
     )
 
 
@@ -108,7 +114,7 @@ def test_writes_and_steer_have_the_same_effect(engines):
     for key in whole:
         torch.testing.assert_close(split[key], whole[key], **TOL, msg=lambda m, key=key: f"{key}: {m}")
     # Each edit did something (equal because both moved alike, not because neither did).
-    for key in ("head_outputs", "queries", "steer"):
+    for key in ("head_outputs", "queries", "contributions", "steer"):
         assert not torch.allclose(whole[key], whole["logits"], atol=1e-3), key
     assert not torch.allclose(whole["keys_values"], whole["queries_before"], atol=1e-3)
 
