@@ -105,7 +105,8 @@ def _edited(engine) -> dict:
         logits = engine.logits.save()
     return dict(
         head_outputs=head_outputs, queries_pattern=queries_pattern, queries=queries_logits,
-        keys_values=keys_values, contributions=contributions, steer=steer, queries_before=queries_before, logits=logits,
+        keys_values=keys_values, contributions=contributions, steer=steer,
+        queries_before=queries_before, logits=logits,
     )
 
 
