@@ -151,10 +151,10 @@ def test_cpu_threads_are_bound_for_a_split_engine_unless_set(monkeypatch):
     if not platform.on_cpu():
         pytest.skip("the binding is the CPU backend's")
     monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
-    platform.prepare_environment(1)
+    platform.prepare_environment(tensor_parallel_size=1)
     assert "VLLM_CPU_OMP_THREADS_BIND" not in os.environ
-    platform.prepare_environment(SPLIT)
+    platform.prepare_environment(tensor_parallel_size=SPLIT)
     assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "0|1"
     monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "1|0")
-    platform.prepare_environment(SPLIT)
+    platform.prepare_environment(tensor_parallel_size=SPLIT)
     assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "1|0"
