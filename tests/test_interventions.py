@@ -14,26 +14,58 @@ from nnterp_widgets.session import InterventionError
 from nnterp_widgets.session.interventions import (
     PATCH_INVOKES, SITES, ablate_heads, check_heads, patch, patch_requests,
 )
-from reference import hf_model
+from reference import HF_NAMES, _get, hf_reference
 
 CLEAN = "The Eiffel Tower is in"
 CORRUPTED = "The Colosseum Tower is in"  # same token count; the first token is shared
 ANSWER, FOIL = " Paris", " Rome"
 HEADS = [(1, 3), (0, 1), (1, 2)]
 TOL = dict(atol=1e-4, rtol=1e-4)
+#: A fused (hidden, residual) pair family and a plain-stream one. Per family, relative to
+#: the attention module: the output projection, whose input is the heads' outputs; and the
+#: final norm, for the lens.
+FAMILIES = {"qwen2": ("o_proj", "model.norm"), "gpt2": ("c_proj", "transformer.ln_f")}
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def family(request):
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def session():
-    opened = open_session("qwen2")
+def session(family):
+    opened = open_session(family)
     yield opened
     opened.close()
 
 
 @pytest.fixture(scope="module")
-def hf():
-    model, tokenizer = hf_model(str(checkpoint("qwen2")))
-    return model, tokenizer
+def hf(family):
+    model, tokenizer = hf_reference(str(checkpoint(family)), family)
+    return Reference(model, tokenizer, family)
+
+
+class Reference:
+    """The transformers model and where each site is in it."""
+
+    def __init__(self, model, tokenizer, family):
+        self.model, self.tokenizer, self.family = model, tokenizer, family
+        self.names = HF_NAMES[family]
+        self.blocks = _get(model, self.names.layers)
+        self.out_proj, self.norm = FAMILIES[family]
+
+    def attention(self, layer):
+        return _get(self.blocks[layer], self.names.attention)
+
+    def site(self, site, layer):
+        block = self.blocks[layer]
+        return {"layer_output": block,
+                "attention_output": _get(block, self.names.attention_out or self.names.attention),
+                "mlp_output": _get(block, self.names.mlp_out or self.names.mlp),
+                "attention_head_outputs": _get(self.attention(layer), self.out_proj)}[site]
+
+    def lens(self, stream):
+        return self.model.get_output_embeddings()(_get(self.model, self.norm)(stream))
 
 
 def _ids(tokenizer, text):
@@ -62,15 +94,10 @@ def _replace(output, tensor):
     return (tensor, *output[1:]) if isinstance(output, tuple) else tensor
 
 
-def _site_module(model, site, layer):
-    block = model.model.layers[layer]
-    return {"layer_output": block, "attention_output": block.self_attn, "mlp_output": block.mlp,
-            "attention_head_outputs": block.self_attn.o_proj}[site]
-
-
-def _hf_patch(model, tokenizer, site, answer, foil):
+def _hf_patch(hf, site, answer, foil):
     """The sweep in transformers: read the clean values with hooks, then patch one cell per
     forward of the corrupted prompt. Returns (clean metric, corrupted metric, patched)."""
+    model, tokenizer = hf.model, hf.tokenizer
     layers = model.config.num_hidden_layers
     heads = model.config.num_attention_heads
     head_dim = model.config.hidden_size // heads
@@ -85,7 +112,7 @@ def _hf_patch(model, tokenizer, site, answer, foil):
 
     kind = "pre" if heads_site else "post"
     metric = lambda logits: float(logits[answer] - logits[foil])
-    clean_metric = metric(_hf_run(model, clean, [(_site_module(model, site, l), kind, reader(l)) for l in range(layers)]))
+    clean_metric = metric(_hf_run(model, clean, [(hf.site(site, l), kind, reader(l)) for l in range(layers)]))
     corrupted_metric = metric(_hf_run(model, corrupted, []))
     columns = heads if heads_site else clean.shape[1]
     patched = np.zeros((layers, columns))
@@ -103,13 +130,13 @@ def _hf_patch(model, tokenizer, site, answer, foil):
                     x = _first(out).clone()
                     x[:, column] = saved[layer][:, column]
                     return _replace(out, x)
-            patched[layer, column] = metric(_hf_run(model, corrupted, [(_site_module(model, site, layer), kind, hook)]))
+            patched[layer, column] = metric(_hf_run(model, corrupted, [(hf.site(site, layer), kind, hook)]))
     return clean_metric, corrupted_metric, patched
 
 
 @pytest.fixture(scope="module")
 def answer_foil(hf):
-    _, tokenizer = hf
+    tokenizer = hf.tokenizer
     return (tokenizer(ANSWER, add_special_tokens=False)["input_ids"][0],
             tokenizer(FOIL, add_special_tokens=False)["input_ids"][0])
 
@@ -119,8 +146,8 @@ def test_patch_matches_transformers(session, hf, answer_foil, site):
     before = session.engine_requests
     result = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL, site=site).result(timeout=300)
     assert session.engine_requests == before + 1
-    model, tokenizer = hf
-    clean_metric, corrupted_metric, patched = _hf_patch(model, tokenizer, site, *answer_foil)
+    model = hf.model
+    clean_metric, corrupted_metric, patched = _hf_patch(hf, site, *answer_foil)
     assert (result.answer, result.foil) == answer_foil
     assert result.answer_text == ANSWER and result.foil_text == FOIL
     np.testing.assert_allclose(result.clean_metric, clean_metric, **TOL)
@@ -153,7 +180,8 @@ def test_chunked_sweep_matches_one_chunk(session):
     np.testing.assert_allclose(cut.patched, whole.patched, atol=1e-5)
 
 
-def _hf_ablated(model, tokenizer, heads):
+def _hf_ablated(hf, heads):
+    model, tokenizer = hf.model, hf.tokenizer
     head_dim = model.config.hidden_size // model.config.num_attention_heads
     hooks = []
     for layer, head in heads:
@@ -161,7 +189,7 @@ def _hf_ablated(model, tokenizer, heads):
             x = args[0].clone()
             x[..., head * head_dim:(head + 1) * head_dim] = 0
             return (x, *args[1:])
-        hooks.append((model.model.layers[layer].self_attn.o_proj, "pre", zero))
+        hooks.append((_get(hf.attention(layer), hf.out_proj), "pre", zero))
     return _hf_run(model, _ids(tokenizer, CLEAN), hooks)
 
 
@@ -174,10 +202,9 @@ def test_ablated_logits_match_transformers(session, hf):
         return logits
 
     logits = session.request("ablate", run).result(timeout=120)
-    model, tokenizer = hf
-    expected = _hf_ablated(model, tokenizer, HEADS)
+    expected = _hf_ablated(hf, HEADS)
     torch.testing.assert_close(logits[0, -1].float().cpu(), expected, **TOL)
-    assert not torch.allclose(expected, _hf_run(model, _ids(tokenizer, CLEAN), []), atol=1e-3)
+    assert not torch.allclose(expected, _hf_run(hf.model, _ids(hf.tokenizer, CLEAN), []), atol=1e-3)
 
 
 def test_ablation_per_layer_between_reads(session, hf):
@@ -194,16 +221,14 @@ def test_ablation_per_layer_between_reads(session, hf):
         return streams, logits
 
     streams, logits = session.request("ablate-layers", run).result(timeout=120)
-    model, tokenizer = hf
-    torch.testing.assert_close(logits[0, -1].float().cpu(), _hf_ablated(model, tokenizer, HEADS), **TOL)
+    torch.testing.assert_close(logits[0, -1].float().cpu(), _hf_ablated(hf, HEADS), **TOL)
     assert torch.all(streams[3][0, :, [2, 3]] == 0) and torch.all(streams[1][0, :, 1] == 0)
 
 
 def test_ablation_delta_matches_transformers(session, hf):
     delta = session.ablation(CLEAN, HEADS).result(timeout=120)
-    model, tokenizer = hf
-    clean = torch.softmax(_hf_run(model, _ids(tokenizer, CLEAN), []), dim=-1)
-    ablated = torch.softmax(_hf_ablated(model, tokenizer, HEADS), dim=-1)
+    clean = torch.softmax(_hf_run(hf.model, _ids(hf.tokenizer, CLEAN), []), dim=-1)
+    ablated = torch.softmax(_hf_ablated(hf, HEADS), dim=-1)
     top = clean.topk(5)
     assert delta.heads == tuple(sorted(HEADS))
     np.testing.assert_array_equal(delta.ids, top.indices.numpy())
@@ -215,15 +240,14 @@ def test_ablation_delta_matches_transformers(session, hf):
 
 def test_pair_lens_matches_transformers(session, hf, answer_foil):
     pair = session.compare(CLEAN, CORRUPTED, ANSWER, FOIL).result(timeout=120)
-    model, tokenizer = hf
     answer, foil = answer_foil
     for text, lens, diff in ((CLEAN, pair.first, pair.first_diff), (CORRUPTED, pair.second, pair.second_diff)):
         streams = {}
         hooks = [(block, "post", lambda m, a, o, i=i: streams.__setitem__(i, _first(o)))
-                 for i, block in enumerate(model.model.layers)]
-        _hf_run(model, _ids(tokenizer, text), hooks)
+                 for i, block in enumerate(hf.blocks)]
+        _hf_run(hf.model, _ids(hf.tokenizer, text), hooks)
         with torch.no_grad():
-            logits = torch.stack([model.lm_head(model.model.norm(streams[i]))[0] for i in sorted(streams)])
+            logits = torch.stack([hf.lens(streams[i])[0] for i in sorted(streams)])
         np.testing.assert_allclose(diff, (logits[..., answer] - logits[..., foil]).numpy(), **TOL)
         top = torch.softmax(logits, dim=-1).topk(5, dim=-1)
         np.testing.assert_array_equal(lens.top_ids, top.indices.numpy())
