@@ -55,7 +55,7 @@ HEADS_NOT_PAIRS = "ablate takes (layer, head) pairs of integers, got {item!r}"
 LAYER_OUT_OF_RANGE = "layer {layer} is out of range: this model has layers 0..{last}"
 HEAD_OUT_OF_RANGE = "head {head} is out of range: each layer has heads 0..{last}"
 UNKNOWN_SITE = "unknown site {site!r}; the sites are {sites}"
-SITE_UNAVAILABLE = "{site} is not available on this model, so it cannot be patched: {reason}"
+SITE_UNAVAILABLE = "{site} is not available on this model: {reason}"
 TOKEN_COUNTS = (
     "the clean prompt is {clean} tokens and the corrupted prompt {corrupted} tokens; "
     "patching needs the same number of tokens in both"
