@@ -111,7 +111,10 @@ def _hf_patch(hf, site, answer, foil):
         return lambda m, args, out: saved.__setitem__(layer, _first(out).detach().clone())
 
     kind = "pre" if heads_site else "post"
-    metric = lambda logits: float(logits[answer] - logits[foil])
+
+    def metric(logits):
+        return float(logits[answer] - logits[foil])
+
     clean_metric = metric(_hf_run(model, clean, [(hf.site(site, l), kind, reader(l)) for l in range(layers)]))
     corrupted_metric = metric(_hf_run(model, corrupted, []))
     columns = heads if heads_site else clean.shape[1]

@@ -5,7 +5,6 @@ HTML export self-contained."""
 from __future__ import annotations
 
 import html
-import json
 import re
 
 import numpy as np
@@ -16,7 +15,8 @@ from nnterp_widgets.session.intervention_results import (
 )
 from nnterp_widgets.session.panels import LensPanel, Tokens
 from nnterp_widgets.widgets.patch_figures import pair_figure, patch_figure, patch_html
-from test_export import _decode
+from nnterp_widgets.widgets.tokens import show_token
+from test_export import _decode, _figures
 
 XSS = "<img src=x onerror=alert(1)>"
 CLEAN = Tokens((1, 2, 3, 4), ("The", " " + XSS, " $x$", " in"))
@@ -125,11 +125,6 @@ def test_pair_lens_and_figure():
         PairLens(_lens(CLEAN), _lens(CORRUPTED), 7, 8, "a", "b", np.zeros((3, 3)), np.zeros((3, 4)))
 
 
-def _figures(page):
-    blocks = re.findall(r'<script type="application/json" data-figure="([^"]+)">(.*?)</script>', page, re.S)
-    return {key: json.loads(text) for key, text in blocks}
-
-
 def test_patch_html(tmp_path):
     r = result()
     path = tmp_path / "patch.html"
@@ -138,7 +133,7 @@ def test_patch_html(tmp_path):
     assert page.startswith("<!DOCTYPE html>") and "Plotly.newPlot" in page
     assert not any("src=" in tag.lower() for tag in re.findall(r"<script\b[^>]*>", page, re.I))
     assert XSS not in page and "<b>Rome" not in page
-    assert html.escape(XSS) in page and "&lt;b&gt;Rome&lt;/b&gt;" in page
+    assert html.escape(show_token(" " + XSS)) in page and "&lt;b&gt;Rome&lt;/b&gt;" in page
     figures = _figures(page)
     assert set(figures) == {"nnw-patch", "nnw-pair"}
     np.testing.assert_array_equal(_decode(figures["nnw-patch"]["data"][0]["z"]), r.effect.astype(np.float32))

@@ -16,10 +16,20 @@ from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from ..session.intervention_results import PairLens, PatchResult
-from .export import _BOOT, _CSS, _e, _plotly_js, _show_token, figure_json
+from .export import _FIGURE_CONFIG, _PAGE_CSS, _e
 from .figures import FIGURE_WIDTH, _token_axis, escape_token, selection_shapes
+from .tokens import show_token
+
+#: The prompts' token chips on the static page.
+_CHIP_CSS = """
+.tokens { display: flex; flex-wrap: wrap; gap: 3px; align-items: center; }
+.chip { white-space: pre; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+        border: 1px solid GrayText; border-radius: 3px; padding: 0 4px; }
+.chip.selected { border-color: Highlight; box-shadow: inset 0 -2px 0 Highlight; }
+"""
 
 __all__ = ["EFFECT_COLORSCALE", "pair_figure", "patch_figure", "patch_html"]
 
@@ -132,7 +142,7 @@ def pair_figure(pair: PairLens, selected: int = -1) -> go.Figure:
 
 def _chips(texts, selected: int) -> str:
     return "".join(
-        f'<span class="chip{" selected" if i == selected else ""}" title="token {i}">{_e(_show_token(text))}</span>'
+        f'<span class="chip{" selected" if i == selected else ""}" title="token {i}">{_e(show_token(text))}</span>'
         for i, text in enumerate(texts)
     )
 
@@ -147,10 +157,13 @@ def patch_html(result: PatchResult, *, pair: PairLens | None = None, selected: i
     figures = [("nnw-patch", "patching effect", patch_figure(result, selected))]
     if pair is not None:
         figures.append(("nnw-pair", "lens difference", pair_figure(pair, token_selected)))
+    # plotly's HTML writer, plotly.js inline once: the page needs no network.
     blocks = "".join(
-        f'<section class="figure" aria-label="{_e(label)}"><div id="{key}" class="nnw-figure"></div>'
-        f'<script type="application/json" data-figure="{key}">{figure_json(fig)}</script></section>'
-        for key, label, fig in figures
+        f'<section class="figure" aria-label="{_e(label)}">'
+        + pio.to_html(fig, include_plotlyjs=index == 0, full_html=False, div_id=key,
+                      config=_FIGURE_CONFIG, validate=False)
+        + "</section>"
+        for index, (key, label, fig) in enumerate(figures)
     )
     facts = (f"site <code>{_e(result.site)}</code> · answer <code>{_e(result.answer_text)}</code> · "
              f"foil <code>{_e(result.foil_text)}</code> · logit difference clean {result.clean_metric:.4f}, "
@@ -160,8 +173,7 @@ def patch_html(result: PatchResult, *, pair: PairLens | None = None, selected: i
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title>",
-        f"<style>{_CSS}</style>",
-        f'<script type="text/javascript">{_plotly_js()}</script>',
+        f"<style>{_PAGE_CSS}{_CHIP_CSS}</style>",
         "</head><body>",
         f"<h1>{_e(title)}</h1>",
         f'<p class="meta">{facts}</p>',
@@ -171,7 +183,6 @@ def patch_html(result: PatchResult, *, pair: PairLens | None = None, selected: i
         f'<div class="tokens" aria-label="corrupted prompt tokens">{_chips(result.corrupted.texts, token_selected)}</div>',
         "<h2>Effect</h2>",
         f'<div class="figures">{blocks}</div>',
-        f"<script>{_BOOT}</script>",
         "</body></html>",
     ]
     text = "\n".join(page) + "\n"
