@@ -1,5 +1,7 @@
 """The session layer: owns the engine, serialises and coalesces the widgets' requests."""
 
+from .intervention_results import AblationDelta, PairLens, PatchResult
+from .interventions import InterventionError
 from .panels import AttentionPanel, LensPanel, PromptResult, Tokens, ValueSummary
 from .probe import ProbeError
 from .session import Session
@@ -7,6 +9,7 @@ from .status import IDLE, State, Status
 from .worker import Busy, EngineDied, Superseded
 
 __all__ = [
-    "IDLE", "AttentionPanel", "Busy", "EngineDied", "LensPanel", "ProbeError", "PromptResult",
-    "Session", "State", "Status", "Superseded", "Tokens", "ValueSummary",
+    "IDLE", "AblationDelta", "AttentionPanel", "Busy", "EngineDied", "InterventionError",
+    "LensPanel", "PairLens", "PatchResult", "ProbeError", "PromptResult", "Session", "State",
+    "Status", "Superseded", "Tokens", "ValueSummary",
 ]

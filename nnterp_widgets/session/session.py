@@ -16,6 +16,7 @@ import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from .interventions import ablation, compare, patch
 from .probe import probe
 from .status import STARTING, State, Status
 from .tree import build_tree
@@ -156,6 +157,21 @@ class Session:
     def prompt(self, text: str, key: str = "prompt") -> Future:
         """One engine request for ``text``; resolves to a `PromptResult` for every panel."""
         return self.request(key, lambda engine: probe(engine, text))
+
+    # Interventions (issue 17): each one call on the worker; see `interventions`.
+    def patch(self, clean: str, corrupted: str, answer, foil, site: str = "layer_output",
+              key: str = "patch") -> Future:
+        """Activation patching, clean into corrupted at every (layer, position) of ``site``
+        (per head for ``attention_head_outputs``); resolves to a `PatchResult`."""
+        return self.request(key, lambda engine: patch(engine, clean, corrupted, answer, foil, site))
+
+    def compare(self, first: str, second: str, answer, foil, key: str = "compare") -> Future:
+        """Both prompts' logit lens and their difference; resolves to a `PairLens`."""
+        return self.request(key, lambda engine: compare(engine, first, second, answer, foil))
+
+    def ablation(self, text: str, heads, key: str = "ablation") -> Future:
+        """``text`` with ``heads`` zeroed against the clean run; resolves to an `AblationDelta`."""
+        return self.request(key, lambda engine: ablation(engine, text, heads))
 
     def tree(self, result=None) -> list[dict]:
         """The module tree (plain dicts), with shapes for ``result``'s prompt if given."""

@@ -1,0 +1,327 @@
+"""Interventions on the engine: head ablation, activation patching, a pair's lens.
+
+Everything here takes a `StandardizedVLLM` and runs on the session's worker. Inputs are
+checked before any request, with the messages below.
+
+On this engine each invoke of a trace is its own vLLM request: a value read in one
+invoke cannot be used in another (nnsight refuses ``tracer.barrier`` here). So a
+patching sweep is one request whose clean invoke reads the values to patch (and whose
+clean and corrupted invokes give the end points), then one request per
+:data:`PATCH_INVOKES` cells, each cell an invoke of the corrupted prompt that writes
+its cell's clean slice.
+
+Head ablation inside another request (the prompt request)::
+
+    heads = check_heads(model, ablate)                  # before the trace: clear errors
+    with model.trace(temperature=0.0, max_tokens=1) as tracer:
+        out = dict().save()
+        with tracer.invoke(text):                       # the ablated run
+            ... reads of layer i up to its attention probabilities ...
+            ablate_heads(model, heads, layer=i)         # before layer i's head outputs
+            ... the rest of layer i, the next layers, the logits ...
+            out["ablated"] = model.next_token_probs[0]
+        with tracer.invoke(text):                       # the one extra invoke: clean
+            out["clean"] = model.next_token_probs[0]
+    delta = ablation_delta(out["clean"], out["ablated"], heads)
+
+Within an invoke values must be touched in execution order, so `ablate_heads` without
+``layer`` (every listed layer at once) fits a trace that reads nothing before those
+layers' head outputs; a trace that reads each layer calls it per layer, as above.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from .intervention_results import (
+    HEAD_SITES, SITES, AblationDelta, PairLens, PatchResult, ablation_delta,
+)
+from .panels import LensPanel, Tokens
+from .probe import check_prompt
+
+#: One trace's sampling: the prefill and one sampled token, greedy.
+GREEDY = dict(temperature=0.0, max_tokens=1)
+#: Cells per patching request. Measured on the tiny checkpoint (CPU, 2 cores): an invoke
+#: costs about 26 ms alone, 7 ms each at 16 per trace, 6 ms at 64, 7 ms at 256; and
+#: each invoke ships its own copy of its locals, so chunks stay modest.
+PATCH_INVOKES = 64
+#: Top-k of each lens cell in a pair comparison.
+LENS_K = 5
+
+HEADS_NOT_PAIRS = "ablate takes (layer, head) pairs of integers, got {item!r}"
+LAYER_OUT_OF_RANGE = "layer {layer} is out of range: this model has layers 0..{last}"
+HEAD_OUT_OF_RANGE = "head {head} is out of range: each layer has heads 0..{last}"
+UNKNOWN_SITE = "unknown site {site!r}; the sites are {sites}"
+SITE_UNAVAILABLE = "{site} is not available on this model: {reason}"
+TOKEN_COUNTS = (
+    "the clean prompt is {clean} tokens and the corrupted prompt {corrupted} tokens; "
+    "patching needs the same number of tokens in both"
+)
+NOT_ONE_TOKEN = "the {role} {text!r} is {count} tokens ({pieces}); it must be exactly one token"
+TOKEN_ID_RANGE = "the {role} token id {id} is out of range: the vocabulary has ids 0..{last}"
+NOT_A_TOKEN = "the {role} must be a token's text (str) or id (int), got {kind}"
+SAME_TOKEN = "the answer and the foil are the same token ({text!r}); their logit difference is always 0"
+NO_DIFFERENCE = (
+    "the clean and corrupted prompts give the same logit({answer}) - logit({foil}) ({value:.6g}): "
+    "there is nothing for a patch to restore"
+)
+
+_SITE_HOST = {"layer_output": "", "attention_output": "self_attn", "mlp_output": "mlp",
+              "attention_head_outputs": "self_attn"}
+
+
+class InterventionError(ValueError):
+    """An intervention the engine cannot run as asked: said before any request."""
+
+
+# -- checks (client side, before any request) ------------------------------------------
+
+
+def check_heads(model, heads) -> tuple[tuple[int, int], ...]:
+    """``heads`` as sorted, distinct ``(layer, head)`` pairs; `InterventionError` if any
+    is not a pair of ints or is out of range, or the model serves no head outputs."""
+    chosen = set()
+    for item in heads:
+        if (not isinstance(item, (tuple, list)) or len(item) != 2
+                or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in item)):
+            raise InterventionError(HEADS_NOT_PAIRS.format(item=item))
+        layer, head = int(item[0]), int(item[1])
+        if not 0 <= layer < model.num_layers:
+            raise InterventionError(LAYER_OUT_OF_RANGE.format(layer=layer, last=model.num_layers - 1))
+        if not 0 <= head < model.num_heads:
+            raise InterventionError(HEAD_OUT_OF_RANGE.format(head=head, last=model.num_heads - 1))
+        chosen.add((layer, head))
+    if chosen:
+        _check_site(model, "attention_head_outputs")
+    return tuple(sorted(chosen))
+
+
+def _check_site(model, site: str) -> None:
+    if site not in SITES:
+        raise InterventionError(UNKNOWN_SITE.format(site=site, sites=", ".join(SITES)))
+    for layer in model.layers:
+        host = getattr(layer, _SITE_HOST[site]) if _SITE_HOST[site] else layer
+        reason = host.unavailable_reason(site)
+        if reason is not None:
+            raise InterventionError(SITE_UNAVAILABLE.format(site=site, reason=reason))
+
+
+def one_token(model, token, role: str) -> tuple[int, str]:
+    """``(id, text)`` of ``token`` (its text or id), which must be exactly one token."""
+    tokenizer = model.tokenizer
+    if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
+        if not 0 <= int(token) < model.vocab_size:
+            raise InterventionError(TOKEN_ID_RANGE.format(role=role, id=int(token), last=model.vocab_size - 1))
+        return int(token), tokenizer.decode([int(token)])
+    if not isinstance(token, str):
+        raise InterventionError(NOT_A_TOKEN.format(role=role, kind=type(token).__name__))
+    ids = tokenizer(token, add_special_tokens=False)["input_ids"]
+    if len(ids) != 1:
+        pieces = " + ".join(repr(tokenizer.decode([i])) for i in ids) or "none"
+        raise InterventionError(NOT_ONE_TOKEN.format(role=role, text=token, count=len(ids), pieces=pieces))
+    return int(ids[0]), tokenizer.decode([int(ids[0])])
+
+
+def check_pair(model, first: str, second: str, answer, foil):
+    """Both prompts' token ids (the same count) and the answer's and foil's ``(id, text)``."""
+    first_ids = check_prompt(model, first)
+    second_ids = check_prompt(model, second)
+    if len(first_ids) != len(second_ids):
+        raise InterventionError(TOKEN_COUNTS.format(clean=len(first_ids), corrupted=len(second_ids)))
+    answer_token = one_token(model, answer, "answer")
+    foil_token = one_token(model, foil, "foil")
+    if answer_token[0] == foil_token[0]:
+        raise InterventionError(SAME_TOKEN.format(text=answer_token[1]))
+    return first_ids, second_ids, answer_token, foil_token
+
+
+def _tokens(model, ids) -> Tokens:
+    ids = tuple(int(i) for i in ids)
+    return Tokens(ids, tuple(model.tokenizer.decode([i]) for i in ids))
+
+
+# -- inside a trace (run in the engine's worker) -------------------------------------
+
+
+def ablate_heads(model, heads, layer: int | None = None) -> None:
+    """Zero the listed heads' contributions (their slice of ``attention_head_outputs``).
+
+    Call inside an invoke, with ``heads`` checked by `check_heads`, before the trace
+    reads anything at or after the first ablated layer's head outputs; or per layer
+    (``layer=i``) just before reading layer ``i``'s head outputs.
+    """
+    by_layer: dict[int, list[int]] = {}
+    for index, head in heads:
+        by_layer.setdefault(int(index), []).append(int(head))
+    for index in sorted(by_layer):
+        if layer is None or index == layer:
+            outputs = model.layers[index].self_attn.attention_head_outputs
+            outputs[:, :, by_layer[index]] = 0
+
+
+def _site_value(model, site: str, layer: int):
+    block = model.layers[layer]
+    host = getattr(block, _SITE_HOST[site]) if _SITE_HOST[site] else block
+    return getattr(host, site)
+
+
+def _patch_cell(model, site: str, layer: int, column: int, value) -> None:
+    """Write one cell's clean slice into the running (corrupted) request, in place."""
+    target = _site_value(model, site, layer)
+    if site in HEAD_SITES:
+        target[:, :, column] = value
+    else:
+        target[:, column] = value
+
+
+# -- requests ---------------------------------------------------------------------------
+
+
+def ablation(model, text: str, heads, k: int = 5) -> AblationDelta:
+    """One request, two invokes (clean, ablated): the ablated run against the clean one."""
+    check_prompt(model, text)
+    chosen = check_heads(model, heads)
+    with model.trace(**GREEDY) as tracer:
+        out = dict().save()
+        with tracer.invoke(text):
+            out["clean"] = model.next_token_probs[0]
+        with tracer.invoke(text):
+            ablate_heads(model, chosen)
+            out["ablated"] = model.next_token_probs[0]
+    return ablation_delta(out["clean"].float().cpu(), out["ablated"].float().cpu(), chosen, k)
+
+
+def _read_clean(model, clean: str, corrupted: str, site: str, pair: list[int]):
+    """Request 1: the clean run's value at ``site`` in every layer; both end points."""
+    layers = model.num_layers
+    with model.trace(**GREEDY) as tracer:
+        first = dict().save()
+        with tracer.invoke(clean):
+            values = []
+            for layer in range(layers):
+                values.append(_site_value(model, site, layer))
+            first["values"] = values
+            first["clean"] = model.logits[0, -1, pair]
+        with tracer.invoke(corrupted):
+            first["corrupted"] = model.logits[0, -1, pair]
+    return first
+
+
+def _sweep(model, corrupted: str, site: str, pair: list[int], cells: list, slices: list) -> list:
+    """One request: a corrupted invoke per cell, each writing its clean slice.
+
+    Each invoke ships a copy of this frame's locals, so the slices are popped one per
+    invoke and nothing larger is in scope.
+    """
+    with model.trace(**GREEDY) as tracer:
+        rows = [None] * len(cells)
+        rows.save()
+        for index, (layer, column) in enumerate(cells):
+            value = slices.pop(0)
+            with tracer.invoke(corrupted):
+                _patch_cell(model, site, layer, column, value)
+                rows[index] = model.logits[0, -1, pair]
+    return rows
+
+
+def _metric(logits) -> float:
+    logits = logits.float().cpu().reshape(-1)
+    return float(logits[0] - logits[1])
+
+
+def patch(model, clean: str, corrupted: str, answer, foil, site: str = "layer_output",
+          chunk: int = PATCH_INVOKES) -> PatchResult:
+    """Patch the clean run's ``site`` into the corrupted run, cell by cell: a `PatchResult`.
+
+    A cell is (layer, position), or (layer, head) for ``attention_head_outputs`` (every
+    position of that head). Requests: 1 + ceil(cells / ``chunk``).
+    """
+    if site not in SITES:
+        raise InterventionError(UNKNOWN_SITE.format(site=site, sites=", ".join(SITES)))
+    clean_ids, corrupted_ids, (answer_id, answer_text), (foil_id, foil_text) = check_pair(
+        model, clean, corrupted, answer, foil)
+    _check_site(model, site)
+    if chunk < 1:
+        raise InterventionError(f"chunk must be at least 1, got {chunk}")
+    pair = [answer_id, foil_id]
+    first = _read_clean(model, clean, corrupted, site, pair)
+    clean_metric, corrupted_metric = _metric(first["clean"]), _metric(first["corrupted"])
+    if clean_metric == corrupted_metric:
+        raise InterventionError(NO_DIFFERENCE.format(answer=answer_text, foil=foil_text, value=clean_metric))
+    columns = model.num_heads if site in HEAD_SITES else len(clean_ids)
+    cells = [(layer, column) for layer in range(model.num_layers) for column in range(columns)]
+    values = first["values"]
+    patched = np.empty(len(cells), dtype=np.float32)
+    requests = 1
+    for start in range(0, len(cells), chunk):
+        part = cells[start:start + chunk]
+        slices = [values[layer][:, :, column].clone() if site in HEAD_SITES else values[layer][:, column].clone()
+                  for layer, column in part]
+        rows = _sweep(model, corrupted, site, pair, part, slices)
+        requests += 1
+        patched[start:start + len(part)] = [_metric(row) for row in rows]
+    return PatchResult(
+        site=site, clean=_tokens(model, clean_ids), corrupted=_tokens(model, corrupted_ids),
+        answer=answer_id, foil=foil_id, answer_text=answer_text, foil_text=foil_text,
+        clean_metric=clean_metric, corrupted_metric=corrupted_metric,
+        patched=patched.reshape(model.num_layers, columns), requests=requests,
+    )
+
+
+def patch_requests(model, prompt_tokens: int, site: str = "layer_output", chunk: int = PATCH_INVOKES) -> int:
+    """Engine requests a sweep takes: 1 + ceil(cells / chunk)."""
+    columns = model.num_heads if site in HEAD_SITES else prompt_tokens
+    return 1 + math.ceil(model.num_layers * columns / chunk)
+
+
+def _lens_reads(model, pair: list[int], k: int, out: dict) -> None:
+    """Inside an invoke: each layer's lens top-k and logit(answer) - logit(foil)."""
+    for layer in range(model.num_layers):
+        logits = model.project_on_vocab(model.layers[layer].layer_output).float()[0]
+        top = torch.softmax(logits, dim=-1).topk(k, dim=-1)
+        out["probs"].append(top.values)
+        out["ids"].append(top.indices)
+        out["diff"].append(logits[:, pair[0]] - logits[:, pair[1]])
+    final = torch.softmax(model.logits[0, -1].float(), dim=-1).topk(k)
+    out["model"] = (final.values, final.indices)
+
+
+def _lens_panel(model, ids, found: dict) -> LensPanel:
+    decode = model.tokenizer.decode
+    top_ids = torch.stack(found["ids"]).cpu().numpy().astype(np.int64)
+    texts = tuple(tuple(tuple(decode([int(i)]) for i in cell) for cell in row) for row in top_ids)
+    probs, model_ids = found["model"]
+    return LensPanel(_tokens(model, ids), top_ids, torch.stack(found["probs"]).cpu().numpy().astype(np.float32),
+                     texts, model_ids.cpu().numpy().astype(np.int64), probs.cpu().numpy().astype(np.float32))
+
+
+def compare(model, first: str, second: str, answer, foil, k: int = LENS_K) -> PairLens:
+    """One request, two invokes: both prompts' lens and logit(answer) - logit(foil) per cell."""
+    first_ids, second_ids, (answer_id, answer_text), (foil_id, foil_text) = check_pair(
+        model, first, second, answer, foil)
+    pair = [answer_id, foil_id]
+    with model.trace(**GREEDY) as tracer:
+        out = dict().save()
+        with tracer.invoke(first):
+            mine = {"probs": [], "ids": [], "diff": []}
+            _lens_reads(model, pair, k, mine)
+            out["first"] = mine
+        with tracer.invoke(second):
+            theirs = {"probs": [], "ids": [], "diff": []}
+            _lens_reads(model, pair, k, theirs)
+            out["second"] = theirs
+    a, b = out["first"], out["second"]
+    return PairLens(
+        _lens_panel(model, first_ids, a), _lens_panel(model, second_ids, b), answer_id, foil_id,
+        answer_text, foil_text,
+        torch.stack(a["diff"]).cpu().numpy(), torch.stack(b["diff"]).cpu().numpy(),
+    )
+
+
+__all__ = [
+    "GREEDY", "PATCH_INVOKES", "InterventionError", "ablate_heads", "ablation", "check_heads",
+    "check_pair", "compare", "one_token", "patch", "patch_requests",
+]

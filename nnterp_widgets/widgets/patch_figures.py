@@ -1,0 +1,191 @@
+"""The interventions' pictures: pure functions from their data to plotly figures, and a
+static HTML page for a patching sweep.
+
+    fig = patch_figure(result, selected=2)        # a PatchResult: layers x positions / heads
+    fig = pair_figure(pair)                       # a PairLens: the lens difference
+    html = patch_html(result, pair=pair, path="patch.html")
+
+As in :mod:`.figures`: token text reaches a figure only escaped by `escape_token` and only
+in data arrays (``ticktext``, ``customdata``), never in a template; axes are numeric so a
+repeated token is two columns; layers[0] is the top row, as in the lens.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from ..session.intervention_results import PairLens, PatchResult
+from .export import _FIGURE_CONFIG, _PAGE_CSS, _e
+from .figures import FIGURE_WIDTH, _token_axis, escape_token, selection_shapes
+from .tokens import show_token
+
+#: The prompts' token chips on the static page.
+_CHIP_CSS = """
+.tokens { display: flex; flex-wrap: wrap; gap: 3px; align-items: center; }
+.chip { white-space: pre; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+        border: 1px solid GrayText; border-radius: 3px; padding: 0 4px; }
+.chip.selected { border-color: Highlight; box-shadow: inset 0 -2px 0 Highlight; }
+"""
+
+__all__ = ["EFFECT_COLORSCALE", "pair_figure", "patch_figure", "patch_html"]
+
+#: Diverging, white at 0: blue where a patch moves the metric away from clean, red towards it.
+EFFECT_COLORSCALE = "RdBu_r"
+
+
+def _layer_axis(layers: int) -> dict:
+    return dict(tickmode="array", tickvals=list(range(layers)), ticktext=[f"layers[{i}]" for i in range(layers)],
+                autorange="reversed", showgrid=False, zeroline=False)
+
+
+def _symmetric(z: np.ndarray) -> float:
+    """The colour range's half width: at least 1, so the clean end point has a colour."""
+    finite = np.abs(z[np.isfinite(z)])
+    return float(max(1.0, finite.max() if finite.size else 1.0))
+
+
+def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
+    """The effect map: layers (rows) x positions, or x heads for ``attention_head_outputs``.
+
+    Cell colour: ``effect`` (1 = the clean run's metric restored, 0 = unchanged). Hover:
+    ``customdata[l][c] = [layer label, column label (escaped), patched metric]``.
+    ``selected >= 0`` outlines that column (a position, or a head).
+    """
+    z = np.ascontiguousarray(result.effect, dtype=np.float32)
+    layers, columns = z.shape
+    # Heads are labelled by the figure itself; only token text needs escaping.
+    labels = result.column_labels() if result.per_head else [escape_token(t) for t in result.column_labels()]
+    customdata = np.empty((layers, columns, 3), dtype=object)
+    customdata[:, :, 0] = np.array([f"layers[{i}]" for i in range(layers)], dtype=object)[:, None]
+    customdata[:, :, 1] = np.array(labels, dtype=object)[None, :]
+    customdata[:, :, 2] = result.patched.astype(np.float64)
+    axis_name = "head" if result.per_head else "position"
+    metric = f"logit({escape_token(result.answer_text)}) − logit({escape_token(result.foil_text)})"
+    span = _symmetric(z)
+    heatmap = go.Heatmap(
+        z=z,
+        x=np.arange(columns, dtype=np.int32),
+        y=np.arange(layers, dtype=np.int32),
+        zmid=0.0, zmin=-span, zmax=span,
+        colorscale=EFFECT_COLORSCALE,
+        colorbar=dict(title=dict(text="effect"), thickness=12),
+        customdata=customdata,
+        hovertemplate=(f"%{{customdata[0]}}, {axis_name} %{{x:d}}: %{{customdata[1]}}"
+                       "<br>effect %{z:.3f}<br>patched metric %{customdata[2]:.4f}<extra></extra>"),
+        name="patching effect",
+    )
+    xaxis = (dict(tickmode="array", tickvals=list(range(columns)), ticktext=labels, showgrid=False,
+                  zeroline=False, title=dict(text="head"))
+             if result.per_head else _token_axis(labels, title=dict(text="position (clean prompt)")))
+    title = (f"patching {result.site}: effect on {metric} "
+             f"(clean {result.clean_metric:.3f}, corrupted {result.corrupted_metric:.3f})")
+    layout = dict(
+        title=dict(text=title, font=dict(size=13)),
+        xaxis=xaxis,
+        yaxis=_layer_axis(layers),
+        shapes=selection_shapes(columns, selected, row=False, column=True, rows=layers),
+        uirevision=f"patch:{result.site}:{layers}:{columns}",
+        width=FIGURE_WIDTH,
+        height=max(300, 34 * layers + 200),
+        margin=dict(l=90, r=20, t=60, b=90),
+        hovermode="closest",
+    )
+    return go.Figure(data=[heatmap], layout=layout)
+
+
+def pair_figure(pair: PairLens, selected: int = -1) -> go.Figure:
+    """The lens difference: per layer and position, first - second of the lens's
+    logit(answer) - logit(foil). Hover: ``customdata = [layer, first's token, second's
+    token, first's value, second's value]``."""
+    z = np.ascontiguousarray(pair.difference, dtype=np.float32)
+    layers, count = z.shape
+    first = [escape_token(text) for text in pair.first.tokens.texts]
+    second = [escape_token(text) for text in pair.second.tokens.texts]
+    customdata = np.empty((layers, count, 5), dtype=object)
+    customdata[:, :, 0] = np.array([f"layers[{i}]" for i in range(layers)], dtype=object)[:, None]
+    customdata[:, :, 1] = np.array(first, dtype=object)[None, :]
+    customdata[:, :, 2] = np.array(second, dtype=object)[None, :]
+    customdata[:, :, 3] = pair.first_diff.astype(np.float64)
+    customdata[:, :, 4] = pair.second_diff.astype(np.float64)
+    span = _symmetric(z)
+    heatmap = go.Heatmap(
+        z=z,
+        x=np.arange(count, dtype=np.int32),
+        y=np.arange(layers, dtype=np.int32),
+        zmid=0.0, zmin=-span, zmax=span,
+        colorscale=EFFECT_COLORSCALE,
+        colorbar=dict(title=dict(text="first − second"), thickness=12),
+        customdata=customdata,
+        hovertemplate=("%{customdata[0]}, position %{x:d}: %{customdata[1]} | %{customdata[2]}"
+                       "<br>first %{customdata[3]:.3f}, second %{customdata[4]:.3f}"
+                       "<br>difference %{z:.3f}<extra></extra>"),
+        name="lens difference",
+    )
+    metric = f"logit({escape_token(pair.answer_text)}) − logit({escape_token(pair.foil_text)})"
+    layout = dict(
+        title=dict(text=f"lens of {metric}: first prompt − second", font=dict(size=13)),
+        xaxis=_token_axis(first, title=dict(text="position (first prompt)")),
+        yaxis=_layer_axis(layers),
+        shapes=selection_shapes(count, selected, row=False, column=True, rows=layers),
+        uirevision=f"pair:{layers}:{count}",
+        width=FIGURE_WIDTH,
+        height=max(300, 34 * layers + 200),
+        margin=dict(l=90, r=20, t=60, b=90),
+        hovermode="closest",
+    )
+    return go.Figure(data=[heatmap], layout=layout)
+
+
+def _chips(texts, selected: int) -> str:
+    return "".join(
+        f'<span class="chip{" selected" if i == selected else ""}" title="token {i}">{_e(show_token(text))}</span>'
+        for i, text in enumerate(texts)
+    )
+
+
+def patch_html(result: PatchResult, *, pair: PairLens | None = None, selected: int = -1,
+               path: str | Path | None = None, title: str = "nnterp-widgets: activation patching") -> str:
+    """A self-contained page (plotly.js inline, no network) for ``result`` and, if given,
+    the pair's lens difference. Written to ``path`` (UTF-8) when given; returned either way."""
+    columns = result.patched.shape[1]
+    selected = selected if 0 <= selected < columns else -1
+    token_selected = -1 if result.per_head else selected
+    figures = [("nnw-patch", "patching effect", patch_figure(result, selected))]
+    if pair is not None:
+        figures.append(("nnw-pair", "lens difference", pair_figure(pair, token_selected)))
+    # plotly's HTML writer, plotly.js inline once: the page needs no network.
+    blocks = "".join(
+        f'<section class="figure" aria-label="{_e(label)}">'
+        + pio.to_html(fig, include_plotlyjs=index == 0, full_html=False, div_id=key,
+                      config=_FIGURE_CONFIG, validate=False)
+        + "</section>"
+        for index, (key, label, fig) in enumerate(figures)
+    )
+    facts = (f"site <code>{_e(result.site)}</code> · answer <code>{_e(result.answer_text)}</code> · "
+             f"foil <code>{_e(result.foil_text)}</code> · logit difference clean {result.clean_metric:.4f}, "
+             f"corrupted {result.corrupted_metric:.4f} · {result.requests} engine requests")
+    page = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_PAGE_CSS}{_CHIP_CSS}</style>",
+        "</head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="meta">{facts}</p>',
+        "<h2>Clean prompt</h2>",
+        f'<div class="tokens" aria-label="clean prompt tokens">{_chips(result.clean.texts, token_selected)}</div>',
+        "<h2>Corrupted prompt</h2>",
+        f'<div class="tokens" aria-label="corrupted prompt tokens">{_chips(result.corrupted.texts, token_selected)}</div>',
+        "<h2>Effect</h2>",
+        f'<div class="figures">{blocks}</div>',
+        "</body></html>",
+    ]
+    text = "\n".join(page) + "\n"
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text

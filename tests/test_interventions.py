@@ -1,0 +1,284 @@
+"""Interventions on a real engine (issue 17): head ablation, activation patching and the
+pair lens, held to the same interventions done with plain forward hooks in transformers
+(float32, eager); requests per sweep counted; bad input, then a good request."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import open_session
+from nnterp_widgets.checkpoints import checkpoint
+from nnterp_widgets.session import InterventionError
+from nnterp_widgets.session.interventions import (
+    PATCH_INVOKES, SITES, ablate_heads, check_heads, patch, patch_requests,
+)
+from reference import HF_NAMES, _get, hf_reference
+
+CLEAN = "The Eiffel Tower is in"
+CORRUPTED = "The Colosseum Tower is in"  # same token count; the first token is shared
+ANSWER, FOIL = " Paris", " Rome"
+HEADS = [(1, 3), (0, 1), (1, 2)]
+TOL = dict(atol=1e-4, rtol=1e-4)
+#: A fused (hidden, residual) pair family and a plain-stream one. Per family, relative to
+#: the attention module: the output projection, whose input is the heads' outputs; and the
+#: final norm, for the lens.
+FAMILIES = {"qwen2": ("o_proj", "model.norm"), "gpt2": ("c_proj", "transformer.ln_f")}
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def family(request):
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def session(family):
+    opened = open_session(family)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def hf(family):
+    model, tokenizer = hf_reference(str(checkpoint(family)), family)
+    return Reference(model, tokenizer, family)
+
+
+class Reference:
+    """The transformers model and where each site is in it."""
+
+    def __init__(self, model, tokenizer, family):
+        self.model, self.tokenizer, self.family = model, tokenizer, family
+        self.names = HF_NAMES[family]
+        self.blocks = _get(model, self.names.layers)
+        self.out_proj, self.norm = FAMILIES[family]
+
+    def attention(self, layer):
+        return _get(self.blocks[layer], self.names.attention)
+
+    def site(self, site, layer):
+        block = self.blocks[layer]
+        return {"layer_output": block,
+                "attention_output": _get(block, self.names.attention_out or self.names.attention),
+                "mlp_output": _get(block, self.names.mlp_out or self.names.mlp),
+                "attention_head_outputs": _get(self.attention(layer), self.out_proj)}[site]
+
+    def lens(self, stream):
+        return self.model.get_output_embeddings()(_get(self.model, self.norm)(stream))
+
+
+def _ids(tokenizer, text):
+    return tokenizer(text, return_tensors="pt")["input_ids"]
+
+
+def _hf_run(model, ids, hooks):
+    """Logits of ``ids`` at the last position with ``hooks`` [(module, kind, fn)] on."""
+    handles = []
+    for module, kind, fn in hooks:
+        register = module.register_forward_pre_hook if kind == "pre" else module.register_forward_hook
+        handles.append(register(fn))
+    try:
+        with torch.no_grad():
+            return model(ids).logits[0, -1]
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _first(output):
+    return output[0] if isinstance(output, tuple) else output
+
+
+def _replace(output, tensor):
+    return (tensor, *output[1:]) if isinstance(output, tuple) else tensor
+
+
+def _hf_patch(hf, site, answer, foil):
+    """The sweep in transformers: read the clean values with hooks, then patch one cell per
+    forward of the corrupted prompt. Returns (clean metric, corrupted metric, patched)."""
+    model, tokenizer = hf.model, hf.tokenizer
+    layers = model.config.num_hidden_layers
+    heads = model.config.num_attention_heads
+    head_dim = model.config.hidden_size // heads
+    clean, corrupted = _ids(tokenizer, CLEAN), _ids(tokenizer, CORRUPTED)
+    heads_site = site == "attention_head_outputs"
+    saved = {}
+
+    def reader(layer):
+        if heads_site:
+            return lambda m, args: saved.__setitem__(layer, args[0].detach().clone())
+        return lambda m, args, out: saved.__setitem__(layer, _first(out).detach().clone())
+
+    kind = "pre" if heads_site else "post"
+
+    def metric(logits):
+        return float(logits[answer] - logits[foil])
+
+    clean_metric = metric(_hf_run(model, clean, [(hf.site(site, l), kind, reader(l)) for l in range(layers)]))
+    corrupted_metric = metric(_hf_run(model, corrupted, []))
+    columns = heads if heads_site else clean.shape[1]
+    patched = np.zeros((layers, columns))
+    for layer in range(layers):
+        for column in range(columns):
+            if heads_site:
+                span = slice(column * head_dim, (column + 1) * head_dim)
+
+                def hook(m, args, layer=layer, span=span):
+                    x = args[0].clone()
+                    x[..., span] = saved[layer][..., span]
+                    return (x, *args[1:])
+            else:
+                def hook(m, args, out, layer=layer, column=column):
+                    x = _first(out).clone()
+                    x[:, column] = saved[layer][:, column]
+                    return _replace(out, x)
+            patched[layer, column] = metric(_hf_run(model, corrupted, [(hf.site(site, layer), kind, hook)]))
+    return clean_metric, corrupted_metric, patched
+
+
+@pytest.fixture(scope="module")
+def answer_foil(hf):
+    tokenizer = hf.tokenizer
+    return (tokenizer(ANSWER, add_special_tokens=False)["input_ids"][0],
+            tokenizer(FOIL, add_special_tokens=False)["input_ids"][0])
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_patch_matches_transformers(session, hf, answer_foil, site):
+    before = session.engine_requests
+    result = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL, site=site).result(timeout=300)
+    assert session.engine_requests == before + 1
+    model = hf.model
+    clean_metric, corrupted_metric, patched = _hf_patch(hf, site, *answer_foil)
+    assert (result.answer, result.foil) == answer_foil
+    assert result.answer_text == ANSWER and result.foil_text == FOIL
+    np.testing.assert_allclose(result.clean_metric, clean_metric, **TOL)
+    np.testing.assert_allclose(result.corrupted_metric, corrupted_metric, **TOL)
+    np.testing.assert_allclose(result.patched, patched, **TOL)
+    expected = (patched - corrupted_metric) / (clean_metric - corrupted_metric)
+    np.testing.assert_allclose(result.effect, expected, atol=1e-3)
+    columns = model.config.num_attention_heads if site == "attention_head_outputs" else len(result.clean)
+    assert result.effect.shape == (model.config.num_hidden_layers, columns)
+    # Requests per sweep: one to read the clean values, then one per PATCH_INVOKES cells.
+    assert result.requests == patch_requests(session._engine(), len(result.clean), site)
+    assert result.requests == 1 + -(-result.effect.size // PATCH_INVOKES)
+
+
+def test_patch_end_points(session):
+    result = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL).result(timeout=300)
+    assert result.end_points == (1.0, 0.0)
+    # Patching the whole last stream at the last position is the clean run; the shared
+    # first token's stream is the corrupted run's own.
+    np.testing.assert_allclose(result.effect[-1, -1], 1.0, atol=1e-5)
+    np.testing.assert_allclose(result.effect[:, 0], 0.0, atol=1e-5)
+    assert result.clean.texts[1] != result.corrupted.texts[1]
+
+
+def test_chunked_sweep_matches_one_chunk(session):
+    # A sweep cut into requests of 3 cells gives the same map as one of 64.
+    whole = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL).result(timeout=300)
+    cut = session.request("patch-chunks", lambda engine: patch(engine, CLEAN, CORRUPTED, ANSWER, FOIL, chunk=3)).result(timeout=300)
+    assert cut.requests == 1 + -(-whole.effect.size // 3) > whole.requests
+    np.testing.assert_allclose(cut.patched, whole.patched, atol=1e-5)
+
+
+def _hf_ablated(hf, heads):
+    model, tokenizer = hf.model, hf.tokenizer
+    head_dim = model.config.hidden_size // model.config.num_attention_heads
+    hooks = []
+    for layer, head in heads:
+        def zero(m, args, head=head):
+            x = args[0].clone()
+            x[..., head * head_dim:(head + 1) * head_dim] = 0
+            return (x, *args[1:])
+        hooks.append((_get(hf.attention(layer), hf.out_proj), "pre", zero))
+    return _hf_run(model, _ids(tokenizer, CLEAN), hooks)
+
+
+def test_ablated_logits_match_transformers(session, hf):
+    def run(engine):
+        heads = check_heads(engine, HEADS)
+        with engine.trace(CLEAN, temperature=0.0, max_tokens=1):
+            ablate_heads(engine, heads)
+            logits = engine.logits.save()
+        return logits
+
+    logits = session.request("ablate", run).result(timeout=120)
+    expected = _hf_ablated(hf, HEADS)
+    torch.testing.assert_close(logits[0, -1].float().cpu(), expected, **TOL)
+    assert not torch.allclose(expected, _hf_run(hf.model, _ids(hf.tokenizer, CLEAN), []), atol=1e-3)
+
+
+def test_ablation_per_layer_between_reads(session, hf):
+    # The prompt request's way: read each layer, ablating just before its head outputs.
+    def run(engine):
+        heads = check_heads(engine, HEADS)
+        with engine.trace(CLEAN, temperature=0.0, max_tokens=1):
+            streams = list().save()
+            for layer in range(engine.num_layers):
+                streams.append(engine.layers[layer].layer_input)
+                ablate_heads(engine, heads, layer=layer)
+                streams.append(engine.layers[layer].self_attn.attention_head_outputs)
+            logits = engine.logits.save()
+        return streams, logits
+
+    streams, logits = session.request("ablate-layers", run).result(timeout=120)
+    torch.testing.assert_close(logits[0, -1].float().cpu(), _hf_ablated(hf, HEADS), **TOL)
+    assert torch.all(streams[3][0, :, [2, 3]] == 0) and torch.all(streams[1][0, :, 1] == 0)
+
+
+def test_ablation_delta_matches_transformers(session, hf):
+    delta = session.ablation(CLEAN, HEADS).result(timeout=120)
+    clean = torch.softmax(_hf_run(hf.model, _ids(hf.tokenizer, CLEAN), []), dim=-1)
+    ablated = torch.softmax(_hf_ablated(hf, HEADS), dim=-1)
+    top = clean.topk(5)
+    assert delta.heads == tuple(sorted(HEADS))
+    np.testing.assert_array_equal(delta.ids, top.indices.numpy())
+    np.testing.assert_allclose(delta.clean, top.values.numpy(), atol=1e-5)
+    np.testing.assert_allclose(delta.ablated, ablated[top.indices].numpy(), atol=1e-5)
+    np.testing.assert_allclose(delta.top1_delta, float(ablated[top.indices[0]] - top.values[0]), atol=1e-5)
+    np.testing.assert_array_equal(delta.ablated_ids, ablated.topk(5).indices.numpy())
+
+
+def test_pair_lens_matches_transformers(session, hf, answer_foil):
+    pair = session.compare(CLEAN, CORRUPTED, ANSWER, FOIL).result(timeout=120)
+    answer, foil = answer_foil
+    for text, lens, diff in ((CLEAN, pair.first, pair.first_diff), (CORRUPTED, pair.second, pair.second_diff)):
+        streams = {}
+        hooks = [(block, "post", lambda m, a, o, i=i: streams.__setitem__(i, _first(o)))
+                 for i, block in enumerate(hf.blocks)]
+        _hf_run(hf.model, _ids(hf.tokenizer, text), hooks)
+        with torch.no_grad():
+            logits = torch.stack([hf.lens(streams[i])[0] for i in sorted(streams)])
+        np.testing.assert_allclose(diff, (logits[..., answer] - logits[..., foil]).numpy(), **TOL)
+        top = torch.softmax(logits, dim=-1).topk(5, dim=-1)
+        np.testing.assert_array_equal(lens.top_ids, top.indices.numpy())
+        np.testing.assert_allclose(lens.top_probs, top.values.numpy(), atol=1e-5)
+    np.testing.assert_array_equal(pair.difference, pair.first_diff - pair.second_diff)
+    assert np.all(pair.difference[:, 0] == 0)  # the shared first token
+
+
+BAD = [
+    (lambda s: s.patch(CLEAN, "The Louvre Museum is in", ANSWER, FOIL),
+     "the clean prompt is 5 tokens and the corrupted prompt 7 tokens"),
+    (lambda s: s.patch(CLEAN, CORRUPTED, " Parisian Rome", FOIL), "the answer ' Parisian Rome' is"),
+    (lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, ANSWER), "the answer and the foil are the same token"),
+    (lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, FOIL, site="mlp_input"),
+     "unknown site 'mlp_input'; the sites are layer_output, attention_output, mlp_output, attention_head_outputs"),
+    (lambda s: s.ablation(CLEAN, [(2, 0)]), "layer 2 is out of range: this model has layers 0..1"),
+    (lambda s: s.ablation(CLEAN, [(0, 4)]), "head 4 is out of range: each layer has heads 0..3"),
+    (lambda s: s.ablation(CLEAN, [(0,)]), "ablate takes (layer, head) pairs of integers, got (0,)"),
+    (lambda s: s.compare(CLEAN, "", ANSWER, FOIL), "the prompt is empty"),
+]
+
+
+@pytest.mark.parametrize("call, message", BAD, ids=[m[:24] for _, m in BAD])
+def test_bad_input_then_a_good_request(session, call, message):
+    with pytest.raises(ValueError) as error:
+        call(session).result(timeout=120)
+    assert message in str(error.value)
+    if isinstance(error.value, InterventionError):
+        assert str(error.value).startswith(message)
+    result = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL, site="attention_head_outputs").result(timeout=300)
+    assert result.effect.shape == (2, 4)
