@@ -90,33 +90,73 @@ def prepare_environment(dtype: Any = None, tensor_parallel_size: int = 1) -> dic
     return found
 
 
+#: vLLM's attention backend for a family whose attention is latent (MLA, `Family.mla`)
+#: on a CPU: its reference MLA backend, which runs on every CPU and in every dtype.
+#: Left to itself, vLLM picks its AMX_MLA backend on any CPU with AMX tiles, whatever
+#: the dtype, though that backend serves bfloat16 only: the same engine would then run
+#: other kernels on an AVX2 and on an AMX machine, and float32 (the tests' dtype) not at
+#: all. A caller who wants AMX_MLA (bfloat16 on an AMX CPU) asks for it with
+#: ``attention_backend="AMX_MLA"``; the meta build serves that too (`_meta_prepack_kernels`).
+CPU_MLA_BACKEND = "CPU_MLA"
+
+
+def engine_settings(mla: bool, settings: dict) -> dict:
+    """The vLLM engine arguments for a family, given the caller's ``settings``.
+
+    Adds `CPU_MLA_BACKEND` for a latent-attention family on a CPU, unless the caller
+    chose an attention backend.
+    """
+    if not (mla and on_cpu()):
+        return settings
+    config = settings.get("attention_config")
+    chosen = config.get("backend") if isinstance(config, dict) else getattr(config, "backend", None)
+    if settings.get("attention_backend") is not None or chosen is not None:
+        return settings
+    return {**settings, "attention_backend": CPU_MLA_BACKEND}
+
+
 #: vLLM CPU ops that write a repacked copy of a weight into a preallocated output
 #: (``op(weight, output, isa)``) and that the CPU build registers no Meta kernel for.
 _PREPACK_OPS = ("prepack_moe_weight", "prepack_moe_weight_int8")
+#: vLLM CPU ops that return a repacked (VNNI) copy of a weight: the AMX build's
+#: ``convert_weight_packed``, which the AMX MLA backend, the AMX MoE experts and the
+#: AMX linear kernels call after loading. The AVX2 build has no such op.
+_PACKED_COPY_OPS = ("convert_weight_packed",)
 _meta_library = None
+_meta_registered: set[str] = set()
 
 
 def _meta_prepack_kernels() -> None:
-    """No-op Meta kernels for `_PREPACK_OPS`, registered once.
+    """Meta kernels for vLLM's CPU weight-repacking ops, each registered once.
 
     The meta tree is built by running vLLM's loader on the meta device, which ends
-    with ``process_weights_after_loading``; on the CPU platform a mixture of experts
-    repacks its expert weights there (``cpu_prepack_moe_weight``), and the op has no
-    Meta kernel, so the build fails. On meta tensors there is nothing to repack: the
-    output is already allocated in the weight's shape, which is all the tree needs.
+    with ``process_weights_after_loading``; on the CPU platform the weights are
+    repacked there for the CPU's kernels (a mixture of experts' ``cpu_prepack_moe_weight``
+    on every CPU; on an AMX CPU also ``convert_weight_packed``, e.g. in the AMX MLA
+    backend), and those ops have no Meta kernel, so the build fails ("attempted to
+    run this operator with Meta tensors"). On meta tensors there is nothing to
+    repack: an in-place op leaves its preallocated output as it is, and a copying op
+    returns a tensor of the weight's shape and dtype (16-bit VNNI packing keeps both;
+    nothing reads the packed copy of a meta tree). An op the loaded kernel library
+    lacks is skipped, and tried again at the next build.
     """
     global _meta_library
-    if _meta_library is not None:
-        return
     import torch
 
-    library = torch.library.Library("_C", "IMPL")
-    for name in _PREPACK_OPS:
-        try:
-            library.impl(name, lambda weight, output, isa: None, "Meta")
-        except RuntimeError:  # not in this build, or it has a Meta kernel already
+    if _meta_library is None:
+        _meta_library = torch.library.Library("_C", "IMPL")
+    kernels = {
+        **{name: (lambda weight, output, isa: None) for name in _PREPACK_OPS},
+        **{name: (lambda weight: torch.empty_like(weight)) for name in _PACKED_COPY_OPS},
+    }
+    for name, kernel in kernels.items():
+        if name in _meta_registered or not hasattr(torch.ops._C, name):
             continue
-    _meta_library = library
+        try:
+            _meta_library.impl(name, kernel, "Meta")
+        except RuntimeError:  # the build has a Meta kernel for it already
+            pass
+        _meta_registered.add(name)
 
 
 @contextlib.contextmanager
@@ -162,7 +202,7 @@ def _classes_left_as_found() -> Iterator[None]:
 def meta_build() -> Iterator[None]:
     """Building the meta tree calls ``torch.accelerator.empty_cache()``, which raises on
     a host without an accelerator; it has nothing to empty there, so it is a no-op
-    for the duration of the build. On vLLM's CPU platform its weight-prepacking ops
+    for the duration of the build. On vLLM's CPU platform its weight-repacking ops
     also need Meta kernels (`_meta_prepack_kernels`). Classes vLLM decorates while
     building are put back afterwards (`_classes_left_as_found`)."""
     import torch

@@ -123,6 +123,7 @@ class StandardizedVLLM(VLLM):
         #: How many workers vLLM splits the model across (each holds a share of the heads).
         self._tensor_parallel_size = int(vllm_kwargs.get("tensor_parallel_size") or 1)
         platform.prepare_environment(dtype, self._tensor_parallel_size)
+        vllm_kwargs = platform.engine_settings(family.mla, vllm_kwargs)
         super().__init__(
             name_or_path,
             dispatch=dispatch,

@@ -51,6 +51,9 @@ class Family:
     backend: str = NATIVE
     #: vLLM's class for this model_type, as the docs name it.
     vllm_class: str = ""
+    #: Whether vLLM runs the attention as multi-head latent attention (MLA), whose CPU
+    #: backend the engine chooses (`engine.platform.CPU_MLA_BACKEND`).
+    mla: bool = False
     #: The engine's own error where vLLM cannot run this family at all; ``None`` if it runs.
     engine_error: str | None = None
     notes: str = ""

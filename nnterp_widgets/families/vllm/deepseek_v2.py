@@ -62,6 +62,7 @@ FAMILY = Family(
     attention_cls=LatentAttention,
     mlp_cls=RoutedMLP,
     block_overrides=dense_overrides,
+    mla=True,
     sizes={"head_dim": lambda config: config.v_head_dim},
     vllm_class="DeepseekV2ForCausalLM",
     notes=DEEPSEEK_NOTES,
