@@ -5,9 +5,10 @@ is compared with the engine's values on the device they come back on.
 
 `reference_values` runs one prompt and returns, per standard name, what transformers
 computes at the corresponding place, read with plain forward hooks — nothing here
-touches vLLM or nnsight. `reference_attention` captures what each layer's attention
-computes inside (queries, keys, values, head outputs, probabilities), by the route
-each transformers implementation allows (`HFNames.interior`).
+touches vLLM or nnsight. Where a family's values are in transformers is the family's
+own declaration (`Family.reference`, an `HFNames`). `reference_attention` captures
+what each layer's attention computes inside (queries, keys, values, head outputs,
+probabilities), by the route each transformers implementation allows (`HFNames.interior`).
 
 Eager attention everywhere, except where transformers' eager path is itself wrong
 (`HFNames.implementation`), and with transformers' own modules, except where vLLM
@@ -18,119 +19,19 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
 import torch
 
 import devices
+from nnterp_widgets.families.vllm import family_for
+from nnterp_widgets.families.vllm.testing import HFNames
 
 
-@dataclass(frozen=True)
-class HFNames:
-    """Where a family's standard values are in the transformers implementation.
-
-    ``attention_out`` / ``mlp_out``: the module, relative to the block, whose output is
-    that half's contribution to the stream, where it is not the attention / MLP module
-    itself (a post-norm: Gemma-2's ``post_attention_layernorm``; Bloom, whose attention
-    and MLP add the residual themselves: their output projections). ``down``: the down
-    projection under the MLP; a block whose MLP has none (experts) has no neurons.
-    """
-
-    layers: str
-    embed: str
-    attention: str
-    mlp: str
-    down: str | None
-    attention_out: str | None = None
-    mlp_out: str | None = None
-    #: How the attention interior is captured: "eager" (the modeling module's
-    #: ``eager_attention_forward``), "gptj" (GPT-J's ``_attn``), "sdpa" (the
-    #: ``scaled_dot_product_attention`` call, pattern recomputed from its q, k and
-    #: mask), "fused" (the fused qkv projection's output, split by the module, the
-    #: weights the attention returns, the output projection's input).
-    interior: str = "eager"
-    #: transformers' ``attn_implementation`` for the reference.
-    implementation: str = "eager"
-    #: ``patch(model)``: makes the transformers model compute what vLLM computes where
-    #: the two differ on purpose (see `_bloom_exact_gelu`).
-    patch: Callable[[torch.nn.Module], None] | None = None
-    #: Fused families only: ``split(attention, fused_qkv) -> (q, k, v)``, each
-    #: ``[batch, heads, tokens, head_dim]``.
-    split: Callable | None = None
-    #: Fused families only: the fused qkv projection and the output projection.
-    qkv_proj: str | None = None
-    out_proj: str | None = None
-
-
-def _bloom_exact_gelu(model: torch.nn.Module) -> None:
-    # vLLM's BloomMLP uses exact (erf) GELU (get_act_fn("gelu")); transformers'
-    # Bloom uses its tanh approximation (bloom_gelu_forward), a 3e-4 gap in
-    # log-probabilities on the tiny checkpoint (docs/families_survey.md). The engine's
-    # values are held to what vLLM computes, so the reference's GELU is swapped for
-    # the exact one; nothing else about the model changes.
-    for block in model.transformer.h:
-        block.mlp.gelu_impl = torch.nn.GELU()
-
-
-def _mpt_split(attention, fused):
-    batch, tokens, _ = fused.shape
-    return tuple(
-        part.reshape(batch, tokens, attention.n_heads, attention.head_dim).transpose(1, 2)
-        for part in fused.chunk(3, dim=2)
-    )
-
-
-_LLAMA = HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", "down_proj")
-_POST_NORM = HFNames(
-    "model.layers", "model.embed_tokens", "self_attn", "mlp", "down_proj",
-    attention_out="post_attention_layernorm", mlp_out="post_feedforward_layernorm",
-)
-
-HF_NAMES = {
-    "qwen2": _LLAMA,
-    "llama": _LLAMA,
-    "mistral": _LLAMA,
-    "qwen3": _LLAMA,
-    "gemma": _LLAMA,
-    "phi3": _LLAMA,
-    "gemma2": _POST_NORM,
-    "gemma3_text": _POST_NORM,
-    "olmo2": _POST_NORM,
-    "olmo3": _POST_NORM,
-    "gpt2": HFNames("transformer.h", "transformer.wte", "attn", "mlp", "c_proj"),
-    "gpt_neox": HFNames("gpt_neox.layers", "gpt_neox.embed_in", "attention", "mlp", "dense_4h_to_h"),
-    "gptj": HFNames("transformer.h", "transformer.wte", "attn", "mlp", "fc_out", interior="gptj"),
-    "phi": HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", "fc2"),
-    # transformers' eager Falcon adds ALiBi twice (once folded into the causal mask as
-    # alibi / sqrt(head_dim) by FalconModel, again as (scores + alibi) * inv_norm_factor
-    # in FalconAttention): its logits are 3e-2 off both vLLM and its own SDPA path. SDPA
-    # adds it once, which is what Falcon means (and what vLLM computes).
-    "falcon": HFNames(
-        "transformer.h", "transformer.word_embeddings", "self_attention", "mlp", "dense_4h_to_h",
-        interior="sdpa", implementation="sdpa",
-    ),
-    "bloom": HFNames(
-        "transformer.h", "transformer.word_embeddings", "self_attention", "mlp", "dense_4h_to_h",
-        attention_out="self_attention.dense", mlp_out="mlp.dense_4h_to_h",
-        interior="fused", patch=_bloom_exact_gelu,
-        split=lambda attention, fused: attention._reshape(fused),
-        qkv_proj="query_key_value", out_proj="dense",
-    ),
-    "mpt": HFNames(
-        "transformer.blocks", "transformer.wte", "attn", "ffn", "down_proj",
-        mlp_out="ffn.down_proj", interior="fused", split=_mpt_split,
-        qkv_proj="Wqkv", out_proj="out_proj",
-    ),
-    "mixtral": HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", None),
-    "olmoe": HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", None),
-    # Dense blocks have a down_proj, routed ones none (their experts are fused).
-    "qwen2_moe": _LLAMA,
-    "qwen3_moe": _LLAMA,
-    "deepseek_v2": _LLAMA,
-    "deepseek_v3": _LLAMA,
-}
+def names_of(family: str) -> HFNames:
+    """Where ``family``'s values are in transformers, as the family declares it."""
+    return family_for(family).reference
 
 
 @lru_cache(maxsize=None)
@@ -146,7 +47,7 @@ def hf_model(path: str, implementation: str = "eager"):
 @lru_cache(maxsize=None)
 def hf_reference(path: str, family: str):
     """The family's reference model: its attention implementation, its patch."""
-    names = HF_NAMES[family]
+    names = names_of(family)
     if names.patch is None:
         return hf_model(path, names.implementation)
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -190,7 +91,7 @@ def reference_values(
     output stream, to check that an edit on the engine has the same effect.
     """
     model, tokenizer = hf_reference(path, family)
-    names = HF_NAMES[family]
+    names = names_of(family)
     ids = tokenizer(prompt, return_tensors="pt")["input_ids"].to(devices.DEVICE)
     embed = _get(model, names.embed)
     found: dict = {"input_ids": ids, "token_embeddings": torch.nn.functional.embedding(ids, embed.weight).detach().clone()}
@@ -255,7 +156,7 @@ def reference_attention(path: str, family: str, prompt: str) -> dict:
     ``[1, heads, query, key]``.
     """
     model, tokenizer = hf_reference(path, family)
-    names = HF_NAMES[family]
+    names = names_of(family)
     layers = _get(model, names.layers)
     attentions = [_get(layer, names.attention) for layer in layers]
     index_of = {id(attention): i for i, attention in enumerate(attentions)}

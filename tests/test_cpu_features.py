@@ -18,6 +18,7 @@ import torch
 from conftest import ENGINE_KWARGS
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.engine import platform
+from nnterp_widgets.families.vllm import families
 
 #: The AMX kernel library's declaration of the op (read from vLLM's ``_C.abi3.so``),
 #: which the AVX2 library lacks; declared here where missing, with no CPU kernel, so
@@ -88,11 +89,14 @@ def test_without_the_setting_vllm_would_pick_amx_mla(amx, monkeypatch):
     assert torch.float32 not in AMXMLABackend.supported_dtypes
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_mixture_of_experts_meta_build_on_an_amx_cpu(amx, dtype):
-    # In bfloat16 vLLM takes its AMX experts (isa "amx", other padding) on this CPU.
-    model = _meta_tree("qwen2_moe", dtype=dtype)
-    assert model.num_layers == 2
+@pytest.mark.parametrize("name", [name for name, family in families().items() if family.engine_error is None])
+def test_every_family_builds_on_an_amx_cpu(amx, name):
+    # In bfloat16 vLLM takes its AMX branches here: the AMX attention ISA, the AMX MoE
+    # experts (isa "amx", other padding, repacked after loading), the packed linear
+    # kernels, AMX_MLA where asked for. The tree must come out the same as on AVX2.
+    model = _meta_tree(name, dtype="bfloat16")
+    assert len(list(model.layers)) == model.num_layers == 2
+    assert set(model.support()) >= {"logits", "mlp.mlp_output", "self_attn.attention_output"}
 
 
 def test_the_engine_setting_is_the_callers_when_given():

@@ -59,11 +59,11 @@ def test_neurons_match_transformers(engine, interior):
 def test_head_outputs_reach_the_output_projection(engine, interior):
     # attention_output is the output projection of the heads' outputs.
     path = engine.args[0]
-    from reference import hf_model, _get, HF_NAMES
+    from reference import hf_model, _get, names_of
 
     model, _ = hf_model(path)
-    layer = _get(model, HF_NAMES[engine.family_name].layers)[0]
-    attention = _get(layer, HF_NAMES[engine.family_name].attention)
+    layer = _get(model, names_of(engine.family_name).layers)[0]
+    attention = _get(layer, names_of(engine.family_name).attention)
     project = attention.o_proj if hasattr(attention, "o_proj") else attention.c_proj
     heads = interior[("attention_head_outputs", 0)]
     with torch.no_grad():

@@ -1,7 +1,9 @@
 """Every family on a real vLLM CPU engine, held to transformers (float32) on its tiny checkpoint.
 
-One engine open at a time (module-scoped, parametrized over `KNOWN`), one trace for
-every served value, a couple more for the errors. The reference is transformers'
+One engine open at a time (module-scoped, parametrized over every family module), one
+trace for every served value, a couple more for the errors. What each family needs
+(its checkpoint, where transformers keeps its values, a looser tolerance and why) is
+declared in its own module (`Family.checkpoint`, `.reference`, `.tolerance`). The reference is transformers'
 eager attention, except where the reference says why not (tests/reference.py: Falcon
 on SDPA, Bloom with vLLM's exact GELU).
 
@@ -19,64 +21,42 @@ import torch
 
 import devices
 from conftest import open_engine
-from nnterp_widgets.families.vllm import KNOWN, family_for
-from reference import HF_NAMES, reference_attention, reference_values
+from nnterp_widgets.families.vllm import family_for, known
+from reference import reference_attention, reference_values
 from traces import trace_values
 from seed_text import SEED_LM_HEAD, SEED_NO_MASK, SEED_GATED, SEED_ROUTED, SEED_LATENT
 
 PROMPT = "The Eiffel Tower is in"
 GREEDY = dict(temperature=0.0, max_tokens=1)
 TOL = dict(atol=1e-4, rtol=1e-4)
-#: Families whose values need more than `TOL` to absorb float32 rounding, and why.
-LOOSER = {
-    # Gemma multiplies the embedding by sqrt(hidden_size) (11.3 here) before the first
-    # block, and its MLP outputs reach ~170 and its stream ~250 on this checkpoint (the
-    # Llama-shaped families' stay under ~60). float32 rounding grows with the values:
-    # vLLM and transformers differ by up to 4.7e-4 in the last stream (about 2e-6 of its
-    # scale), and the CPU kernels' reduction order varies from run to run.
-    "gemma": dict(atol=1e-3, rtol=1e-4),
-    # DeepSeek's latent attention runs in vLLM's MLA kernel on the compressed latent,
-    # multiplying by kv_b_proj's halves in another order than transformers' explicit
-    # per-head keys and values, and its experts sum in another order too: each
-    # contribution is off by up to ~1.2e-4 on values up to ~36, and the stream (up to
-    # ~65) by up to 2e-4 (3e-6 of its scale). The logits agree to 3e-5.
-    "deepseek_v2": dict(atol=4e-4, rtol=1e-4),
-    "deepseek_v3": dict(atol=4e-4, rtol=1e-4),
-}
-
-
 ROOT = {"lm_head_output": SEED_LM_HEAD, "attention_mask": SEED_NO_MASK}
-GATED = {"mlp.mlp_activation": SEED_GATED}
-ROUTED = {"mlp.mlp_neurons": SEED_ROUTED, "mlp.mlp_activation": SEED_ROUTED}
-LATENT = {
-    f"self_attn.{name}": SEED_LATENT
-    for name in ("attention_queries", "attention_keys", "attention_values",
-                 "attention_head_outputs", "attention_scores", "attention_probabilities")
-}
+#: Every reason a family may give for a block value: the seed's own words.
+SEED_REASONS = {SEED_GATED, SEED_ROUTED, SEED_LATENT}
 
-#: What each family cannot serve, beside the two root values every engine lacks.
-UNAVAILABLE = {
-    **{name: GATED for name in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
-                                 "gemma3_text", "phi3", "olmo2", "olmo3")},
-    **{name: {} for name in ("gpt2", "gptj", "falcon", "bloom", "mpt", "gpt_neox", "phi")},
-    **{name: ROUTED for name in ("mixtral", "qwen2_moe", "qwen3_moe", "olmoe")},
-    "deepseek_v2": {**LATENT, **ROUTED},
-    "deepseek_v3": {**LATENT, **ROUTED},
-}
 
-#: Blocks whose MLP is dense inside a mixture-of-experts family (per-block overrides):
-#: they serve their neurons; the others serve mlp_output only.
-DENSE_BLOCKS = {"qwen2_moe": [0], "qwen3_moe": [0], "deepseek_v2": [0], "deepseek_v3": [0]}
+def _tolerance(engine) -> dict:
+    return engine.family.tolerance or TOL
+
+
+def _dense_blocks(engine) -> list[int]:
+    """Blocks whose MLP the family serves as dense inside a mixture of experts (its
+    per-block overrides for this checkpoint's config)."""
+    from nnterp_widgets.components.vllm.mlp import GatedMLP
+    from transformers import AutoConfig
+
+    family = engine.family
+    if family.block_overrides is None:
+        return []
+    config = AutoConfig.from_pretrained(str(engine.args[0]))
+    overrides = family.block_overrides(config)
+    return [i for i in range(engine.num_layers) if overrides.get(f"{family.layers}.{i}.{family.mlp}") is GatedMLP]
+
 
 ATTENTION_INTERIOR = ("attention_queries", "attention_keys", "attention_values",
                       "attention_head_outputs", "attention_probabilities")
 
 
-def test_every_family_has_an_expectation():
-    assert sorted(UNAVAILABLE) == sorted(KNOWN)
-
-
-@pytest.fixture(scope="module", params=KNOWN)
+@pytest.fixture(scope="module", params=known())
 def engine(request):
     name = request.param
     family = family_for(name)
@@ -112,7 +92,7 @@ def test_values_match_transformers(engine, values, reference):
     assert values["input_ids"].tolist() == reference["input_ids"].tolist()
     tokens = reference["input_ids"].shape[1]
     assert values["input_size"] == torch.Size([1, tokens])
-    tol = LOOSER.get(engine.family_name, TOL)
+    tol = _tolerance(engine)
     # The lookup on both sides (see the module docstring).
     _close(values["token_embeddings"], reference["token_embeddings"], "token_embeddings")
     for i in range(engine.num_layers):
@@ -154,7 +134,7 @@ def test_attention_interior_matches_transformers(engine, values):
     tokens = values["input_ids"].shape[1]
     for i in served:
         for name in ATTENTION_INTERIOR:
-            _close(values[(name, i)], expected[(name, i)], (name, i), LOOSER.get(engine.family_name, TOL))
+            _close(values[(name, i)], expected[(name, i)], (name, i), _tolerance(engine))
         # The recomputed pattern hides exactly what transformers' pattern gives no
         # weight (causal mask, sliding window).
         hidden = torch.isneginf(values[("attention_scores", i)])
@@ -166,15 +146,16 @@ def test_attention_interior_matches_transformers(engine, values):
 
 def test_support_lists_the_declared_reasons(engine):
     support = engine.support()
-    expected = {**ROOT, **UNAVAILABLE[engine.family_name]}
+    expected = {**ROOT, **engine.family.unavailable()}
     assert {name: reason for name, reason in support.items() if reason} == expected
+    assert set(engine.family.unavailable().values()) <= SEED_REASONS
     assert support["mlp.mlp_output"] is None
     assert support["self_attn.attention_output"] is None
 
 
 def test_dense_blocks_serve_their_neurons(engine, values):
-    dense = DENSE_BLOCKS.get(engine.family_name)
-    if dense is None:
+    dense = _dense_blocks(engine)
+    if not dense:
         return
     for i in range(engine.num_layers):
         mlp = engine.layers[i].mlp
@@ -225,7 +206,7 @@ def test_steer_and_skip_match_transformers(engine):
         engine.steer(0, vector)
         engine.skip_layers(1, engine.num_layers - 1)
         logits = engine.logits.save()
-    _close(logits, expected["logits"], "logits", LOOSER.get(engine.family_name, TOL))
+    _close(logits, expected["logits"], "logits", _tolerance(engine))
 
 
 def test_sizes(engine, values):
@@ -233,9 +214,5 @@ def test_sizes(engine, values):
     assert engine.num_layers == len(list(engine.layers))
     assert values[("layer_input", 0)].shape == (1, tokens, engine.hidden_size)
     for i in range(engine.num_layers):
-        if values["plan"][i]["neurons"] and engine.family_name not in DENSE_BLOCKS:
+        if values["plan"][i]["neurons"] and not _dense_blocks(engine):
             assert values[("mlp_neurons", i)].shape == (1, tokens, engine.intermediate_size)
-
-
-def test_reference_names_cover_every_family():
-    assert sorted(HF_NAMES) == sorted(KNOWN)

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
-from nnterp_widgets.checkpoints import SPECS
-from nnterp_widgets.families.vllm import KNOWN, UnknownFamily, families, family_for
-
-SEED_LATENT = (
-    "vLLM runs DeepSeek's latent attention in its own kernel, on compressed keys and values; "
-    "not mapped on vLLM"
-)
-SEED_ROUTED = (
-    "routed experts, inside vLLM's fused MoE kernel: there is no single activation or "
-    "down projection"
-)
+from nnterp_widgets.checkpoints import specs
+from nnterp_widgets.families.vllm import UnknownFamily, families, family_for, known
+from nnterp_widgets.families.vllm.base import AMX, AVX2
+from seed_text import SEED_GATED, SEED_LATENT, SEED_ROUTED
 
 
 def test_unknown_model_type_names_the_known_families():
@@ -24,7 +18,7 @@ def test_unknown_model_type_names_the_known_families():
         family_for("bert")
     message = str(error.value)
     assert "'bert'" in message
-    for name in KNOWN:
+    for name in known():
         assert name in message
 
 
@@ -50,12 +44,39 @@ def test_conventions():
         assert family.head_bias  # the backend always hands the processor lm_head.bias
 
 
-def test_every_known_family_is_a_module_with_a_checkpoint():
-    assert len(KNOWN) == len(set(KNOWN)) == 23
+#: The folder's modules that are not families.
+NOT_FAMILIES = {"__init__", "base", "table", "testing"}
+
+
+def test_the_registry_is_the_folder():
+    import nnterp_widgets.families.vllm as package
+
+    modules = {path.stem for path in Path(package.__file__).parent.glob("*.py")} - NOT_FAMILIES
+    assert set(known()) == modules
+    assert list(known()) == sorted(modules)
+
+
+def test_every_family_declares_what_its_tests_need():
     for name, family in families().items():
         assert family.model_type == name
         assert importlib.import_module(f"nnterp_widgets.families.vllm.{name}").FAMILY is family
-        assert name in SPECS, f"no tiny checkpoint for {name}"
+        assert family.checkpoint is not None and family.checkpoint.model_type == name, name
+        assert family.reference is not None, name
+        assert set(family.verified_on) <= {AVX2, AMX}, name
+    assert list(specs()) == list(known())
+
+
+def test_every_family_is_one_of_the_seeds_kinds():
+    # What a family cannot serve is one of the seed's combinations: a gated MLP's
+    # activation, nothing, a mixture's interior, or latent attention's interior too.
+    from nnterp_widgets.components.vllm.attention import INTERIOR
+
+    gated = {"mlp.mlp_activation": SEED_GATED}
+    routed = {"mlp.mlp_neurons": SEED_ROUTED, "mlp.mlp_activation": SEED_ROUTED}
+    latent = {f"self_attn.{name}": SEED_LATENT for name in INTERIOR}
+    kinds = [gated, {}, routed, {**latent, **routed}]
+    for name, family in families().items():
+        assert family.unavailable() in kinds, name
 
 
 def test_reason_constants_are_the_seeds():
@@ -75,7 +96,7 @@ def test_head_biases():
 def _config(name):
     from transformers import AutoConfig
 
-    spec = SPECS[name]
+    spec = family_for(name).checkpoint
     return AutoConfig.for_model(spec.model_type, **spec.config)
 
 
@@ -119,7 +140,7 @@ def test_mpt_is_declared_with_the_engines_error():
     family = family_for("mpt")
     assert family.engine_error.startswith(
         "Model architecture MptForCausalLM was supported in vLLM until v0.28.0, and is not supported anymore")
-    assert all(family_for(name).engine_error is None for name in KNOWN if name != "mpt")
+    assert all(family.engine_error is None for name, family in families().items() if name != "mpt")
 
 
 def test_families_doc_is_generated_from_the_code():
@@ -133,6 +154,6 @@ def test_families_doc_lists_every_family_and_reason():
     from nnterp_widgets.families.vllm.table import render
 
     text = render()
-    for name in KNOWN:
+    for name in known():
         assert f"\n| {name} |" in text
     assert SEED_LATENT in text and SEED_ROUTED in text

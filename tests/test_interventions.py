@@ -14,7 +14,7 @@ from nnterp_widgets.session import InterventionError
 from nnterp_widgets.session.interventions import (
     PATCH_INVOKES, SITES, ablate_heads, check_heads, patch, patch_requests,
 )
-from reference import HF_NAMES, _get, hf_reference
+from reference import _get, hf_reference, names_of
 
 CLEAN = "The Eiffel Tower is in"
 CORRUPTED = "The Colosseum Tower is in"  # same token count; the first token is shared
@@ -50,7 +50,7 @@ class Reference:
 
     def __init__(self, model, tokenizer, family):
         self.model, self.tokenizer, self.family = model, tokenizer, family
-        self.names = HF_NAMES[family]
+        self.names = names_of(family)
         self.blocks = _get(model, self.names.layers)
         self.out_proj, self.norm = FAMILIES[family]
 

@@ -194,16 +194,16 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     import transformers
 
-    from nnterp_widgets.families.vllm import KNOWN
+    from nnterp_widgets.families.vllm import known
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print(f"SKIP: {devices.NO_CUDA}")
         return 0
     devices.select(args.device)
-    chosen = [name for name in args.families.split(",") if name] or list(KNOWN)
-    unknown = sorted(set(chosen) - set(KNOWN))
+    chosen = [name for name in args.families.split(",") if name] or list(known())
+    unknown = sorted(set(chosen) - set(known()))
     if unknown:
-        parser.error(f"unknown families {unknown}; known: {', '.join(KNOWN)}")
+        parser.error(f"unknown families {unknown}; known: {', '.join(known())}")
     order = [name for name in FIRST if name in chosen] + [name for name in chosen if name not in FIRST]
     try:
         import vllm

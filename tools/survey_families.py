@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Survey which model families vLLM's CPU backend runs, on the tiny local checkpoints.
 
-    python tools/survey_families.py                 # every family of FAMILIES
+    python tools/survey_families.py                 # every family (nnterp_widgets/families/vllm/)
     python tools/survey_families.py gemma2 falcon   # only these; the others keep their results
 
 For each family: build its tiny checkpoint (``nnterp_widgets.checkpoints``), run the
@@ -41,11 +41,6 @@ TOP = 5
 #: Per family, for the vLLM subprocess (the engine starts in ~40 s on 2 cores).
 TIMEOUT_S = 900
 
-FAMILIES = [
-    "llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text", "phi3",
-    "gpt2", "gpt_neox", "gptj", "phi", "falcon", "bloom", "mpt", "olmo2", "olmo3",
-    "mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "deepseek_v2", "deepseek_v3",
-]
 
 VLLM_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "1",
@@ -55,6 +50,13 @@ VLLM_ENV = {
 sys.path.insert(0, str(ROOT))
 
 
+def family_names() -> list[str]:
+    """Every family with a tiny checkpoint: the family modules' own declarations."""
+    from nnterp_widgets.checkpoints import specs
+
+    return list(specs())
+
+
 # --------------------------------------------------------------------------- transformers
 
 
@@ -62,9 +64,9 @@ def run_transformers(name: str) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from nnterp_widgets.checkpoints import SPECS, checkpoint
+    from nnterp_widgets.checkpoints import checkpoint, specs
 
-    spec = SPECS[name]
+    spec = specs()[name]
     out: dict = {"spec": {"model_type": spec.model_type, "config": spec.config,
                           "init_std": spec.init_std, "seed": spec.seed}}
     path = checkpoint(name)
@@ -621,7 +623,8 @@ def _md_table(entries: list[dict]) -> list[str]:
 def write_docs(results: dict) -> None:
     DOCS.mkdir(exist_ok=True)
     JSON_PATH.write_text(json.dumps(results, indent=1, default=repr) + "\n")
-    order = [f for f in FAMILIES if f in results] + [f for f in results if f not in FAMILIES]
+    names = family_names()
+    order = [f for f in names if f in results] + [f for f in results if f not in names]
     entries = [results[f] for f in order]
     from importlib.metadata import version
 
@@ -746,7 +749,7 @@ def _md_section(e: dict) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("families", nargs="*", help=f"default: all of {' '.join(FAMILIES)}")
+    parser.add_argument("families", nargs="*", help="default: every family")
     parser.add_argument("--vllm-worker", help=argparse.SUPPRESS)
     parser.add_argument("--ids", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -757,7 +760,7 @@ def main() -> None:
         return
     results = json.loads(JSON_PATH.read_text()) if JSON_PATH.exists() else {}
     if not args.docs_only:
-        for name in args.families or FAMILIES:
+        for name in args.families or family_names():
             results[name] = survey(name)
             write_docs(results)  # after each family, so a long run can be read as it goes
     write_docs(results)

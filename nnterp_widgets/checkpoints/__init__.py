@@ -18,14 +18,21 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from .specs import DEFAULT, SPECS, TinySpec
+from .specs import DEFAULT, TinySpec
 
 #: Bumped whenever what a builder writes changes, so old caches are not reused.
 BUILDER_VERSION = 3
 #: Written last: a directory without it was interrupted and is rebuilt.
 COMPLETE = "nnterp_widgets_checkpoint.json"
 
-__all__ = ["DEFAULT", "SPECS", "TinySpec", "checkpoint", "cache_root"]
+__all__ = ["DEFAULT", "TinySpec", "checkpoint", "cache_root", "specs"]
+
+
+def specs() -> dict[str, TinySpec]:
+    """Every family's tiny checkpoint (``Family.checkpoint``), by family name."""
+    from ..families.vllm import families
+
+    return {name: family.checkpoint for name, family in families().items() if family.checkpoint}
 
 
 def cache_root() -> Path:
@@ -41,12 +48,13 @@ def _key(spec: TinySpec) -> str:
 
 
 def checkpoint(name: str = DEFAULT, root: Path | str | None = None) -> Path:
-    """The directory of tiny checkpoint ``name`` (a key of `SPECS`), built if missing."""
-    if name not in SPECS:
+    """The directory of tiny checkpoint ``name`` (a family's name, see `specs`), built if missing."""
+    known = specs()
+    if name not in known:
         raise ValueError(
-            f"no tiny checkpoint named {name!r}; the known ones are: {', '.join(sorted(SPECS))}"
+            f"no tiny checkpoint named {name!r}; the known ones are: {', '.join(sorted(known))}"
         )
-    spec = SPECS[name]
+    spec = known[name]
     root = Path(root) if root is not None else cache_root()
     target = root / f"{name}-{_key(spec)}"
     if (target / COMPLETE).exists():

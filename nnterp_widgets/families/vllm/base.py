@@ -5,15 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ...checkpoints.specs import TinySpec
 from ...components.vllm.attention import Attention
 from ...components.vllm.layer import FusedLayer, Layer
 from ...components.vllm.mlp import GatedMLP
+from .testing import HFNames
 
 #: Where a family's modules come from.
 NATIVE = "native"
 #: vLLM has no implementation of its own and runs transformers' modules
 #: (`TransformersForCausalLM`, see `components.vllm.transformers_backend`).
 TRANSFORMERS = "transformers"
+
+#: CPU instruction sets a family's engine tests ran on (`Family.verified_on`).
+AVX2 = "AVX2"
+AMX = "AVX-512+AMX"
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,18 @@ class Family:
     #: The engine's own error where vLLM cannot run this family at all; ``None`` if it runs.
     engine_error: str | None = None
     notes: str = ""
+
+    # -- what its tests need ---------------------------------------------------
+    #: The tiny checkpoint the tests and the survey run it on.
+    checkpoint: TinySpec | None = None
+    #: Where transformers keeps its values, for the reference the tests hold it to.
+    reference: HFNames | None = None
+    #: ``torch.testing.assert_close`` tolerances where float32 rounding needs more than
+    #: the tests' default (the family says why); ``None``: the default.
+    tolerance: dict[str, float] | None = None
+    #: The CPU instruction sets (`AVX2`, `AMX`) its engine tests passed on; the AMX path
+    #: of every family is also built, not run, by ``tests/test_cpu_features.py``.
+    verified_on: tuple[str, ...] = (AVX2,)
 
     @property
     def convention(self) -> str:

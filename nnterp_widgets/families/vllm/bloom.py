@@ -1,12 +1,26 @@
 """BLOOM: plain stream, ALiBi, a layer norm on the embedding, exact-GELU MLP on vLLM."""
 
+from ...checkpoints.specs import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
 from .base import Family
+from .testing import HFNames
 
 
 class BloomMLP(PlainMLP):
     DOWN = "dense_4h_to_h"
+
+
+def _exact_gelu(model) -> None:
+    # The reference's patch (`HFNames.patch`): vLLM's BloomMLP uses exact (erf) GELU
+    # (get_act_fn("gelu")); transformers' Bloom uses its tanh approximation
+    # (bloom_gelu_forward), a 3e-4 gap in log-probabilities on the tiny checkpoint
+    # (docs/families_survey.md). The engine's values are held to what vLLM computes,
+    # so the reference's GELU is swapped for the exact one; nothing else changes.
+    import torch
+
+    for block in model.transformer.h:
+        block.mlp.gelu_impl = torch.nn.GELU()
 
 
 FAMILY = Family(
@@ -24,5 +38,14 @@ FAMILY = Family(
         "(layers[0].layer_input is after it); ALiBi: the pattern adds the kernel's slopes; "
         "vLLM's BloomMLP uses exact (erf) GELU where transformers' Bloom uses the tanh "
         "approximation (about 3e-4 in log-probabilities on the tiny checkpoint)"
+    ),
+    # Bloom's MLP is always 4 x hidden: 512 here.
+    checkpoint=TinySpec("bloom", dict(hidden_size=128, n_layer=2, n_head=4, tie_word_embeddings=True)),
+    reference=HFNames(
+        "transformer.h", "transformer.word_embeddings", "self_attention", "mlp", "dense_4h_to_h",
+        attention_out="self_attention.dense", mlp_out="mlp.dense_4h_to_h",
+        interior="fused", patch=_exact_gelu,
+        split=lambda attention, fused: attention._reshape(fused),
+        qkv_proj="query_key_value", out_proj="dense",
     ),
 )

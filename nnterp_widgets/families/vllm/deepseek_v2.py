@@ -8,11 +8,13 @@ inputs are not the heads' queries/keys/values. So the block serves
 dense gated MLPs and serve their neurons; the rest are mixtures of experts.
 """
 
+from ...checkpoints.specs import EXPERT_SIZE, MOE, TinySpec
 from ...components.vllm.attention import INTERIOR
 from ...components.vllm.layer import StandardEnvoy, _contribution, _tensor_out, _tensor_out_back
 from ...components.vllm.mlp import GatedMLP, RoutedMLP
 from ...components.vllm.values import StandardValue, unavailable
 from .base import Family
+from .testing import LLAMA_NAMES
 
 #: Why DeepSeek's attention serves nothing inside its output.
 LATENT = (
@@ -47,11 +49,57 @@ def dense_overrides(config) -> dict:
     }
 
 
+#: DeepSeek's tiny shape: multi-head latent attention, layer 0 a dense MLP, layer 1 the
+#: experts. The latent is DeepSeek's full size: vLLM's MLA serves only kv_lora_rank +
+#: qk_rope_head_dim in {320, 512, 576}, and its CPU MLA backend only 576 (512 + 64).
+DEEPSEEK_SHAPE = dict(
+    hidden_size=128,
+    intermediate_size=256,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=4,
+    max_position_embeddings=1024,
+    q_lora_rank=None,
+    kv_lora_rank=512,
+    qk_rope_head_dim=64,
+    qk_nope_head_dim=32,
+    v_head_dim=32,
+    n_routed_experts=4,
+    n_shared_experts=1,
+    moe_intermediate_size=EXPERT_SIZE,
+    first_k_dense_replace=1,
+    moe_layer_freq=1,
+    n_group=1,
+    topk_group=1,
+    # YaRN, as DeepSeek's own configs have it. With plain RoPE, vLLM's CPU rotary
+    # kernel leaves MLA's q_pe/k_pe unrotated (docs/families_survey.md).
+    rope_parameters=dict(
+        rope_type="yarn",
+        rope_theta=10000.0,
+        factor=4.0,
+        original_max_position_embeddings=256,
+        beta_fast=32.0,
+        beta_slow=1.0,
+        mscale=0.707,
+        mscale_all_dim=0.707,
+    ),
+    tie_word_embeddings=False,
+    **MOE,
+)
+
+#: DeepSeek's latent attention runs in vLLM's MLA kernel on the compressed latent,
+#: multiplying by kv_b_proj's halves in another order than transformers' explicit
+#: per-head keys and values, and its experts sum in another order too: each
+#: contribution is off by up to ~1.2e-4 on values up to ~36, and the stream (up to
+#: ~65) by up to 2e-4 (3e-6 of its scale). The logits agree to 3e-5.
+DEEPSEEK_TOLERANCE = dict(atol=4e-4, rtol=1e-4)
+
 #: The families' common notes.
 DEEPSEEK_NOTES = (
     "latent attention (MLA): attention_output only; dense blocks (first_k_dense_replace, "
     "moe_layer_freq) are gated MLPs serving mlp_neurons, the others routed experts plus "
-    "shared experts (mlp_output only); in float16 vLLM rescales the stream by "
+    "shared experts (mlp_output only); on a CPU the engine runs vLLM's reference CPU_MLA backend "
+    "on every instruction set (vLLM would pick its bfloat16-only AMX_MLA on an AMX CPU); in float16 vLLM rescales the stream by "
     "1/routed_scaling_factor inside the block (float32 and bfloat16 do not); vLLM's CPU "
     "MLA serves only kv_lora_rank + qk_rope_head_dim = 576, and with plain RoPE (no YaRN) "
     "vLLM CPU leaves MLA's rotary part unrotated (wrong tokens, no error)"
@@ -66,4 +114,8 @@ FAMILY = Family(
     sizes={"head_dim": lambda config: config.v_head_dim},
     vllm_class="DeepseekV2ForCausalLM",
     notes=DEEPSEEK_NOTES,
+    checkpoint=TinySpec("deepseek_v2", dict(DEEPSEEK_SHAPE, topk_method="greedy")),
+    # Dense blocks have a down_proj, routed ones none (their experts are fused).
+    reference=LLAMA_NAMES,
+    tolerance=DEEPSEEK_TOLERANCE,
 )

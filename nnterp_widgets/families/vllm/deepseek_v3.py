@@ -2,7 +2,8 @@
 
 from dataclasses import replace
 
-from .deepseek_v2 import DEEPSEEK_NOTES, FAMILY as DEEPSEEK_V2, LATENT
+from ...checkpoints.specs import TinySpec
+from .deepseek_v2 import DEEPSEEK_NOTES, DEEPSEEK_SHAPE, FAMILY as DEEPSEEK_V2, LATENT
 
 __all__ = ["FAMILY", "LATENT"]
 
@@ -14,5 +15,16 @@ FAMILY = replace(
     notes=(
         "runs on vLLM's DeepseekV2 classes; " + DEEPSEEK_NOTES
         + "; sigmoid routing with e_score_correction_bias and routed_scaling_factor"
+    ),
+    checkpoint=TinySpec(
+        "deepseek_v3",
+        dict(
+            DEEPSEEK_SHAPE,
+            q_lora_rank=64,
+            topk_method="noaux_tc",
+            scoring_func="sigmoid",
+            norm_topk_prob=True,
+            routed_scaling_factor=2.5,
+        ),
     ),
 )

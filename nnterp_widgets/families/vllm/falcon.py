@@ -9,11 +9,13 @@ once, before the biases: a contribution is that sum plus the bias, and a written
 goes back as equal shares.
 """
 
+from ...checkpoints.specs import TinySpec
 from ...components.vllm.attention import Attention
 from ...components.vllm.layer import PlainLayer, _contribution, share_of_sum, whole_sum
 from ...components.vllm.mlp import PlainMLP
 from ...components.vllm.values import StandardValue, batched, unbatched
 from .base import Family
+from .testing import HFNames
 
 
 def _with_bias(envoy, raw):
@@ -62,5 +64,31 @@ FAMILY = Family(
         "(which vLLM scales by 1/sqrt(head_dim), as transformers' SDPA path does; "
         "transformers' eager path adds ALiBi twice); multi-query: one kv head; the MLP is "
         "4 x hidden (vLLM ignores ffn_hidden_size)"
+    ),
+    # Falcon-7B's shape (multi-query, parallel attention and MLP), with ALiBi.
+    # The MLP is 4 x hidden: vLLM's FalconMLP ignores ffn_hidden_size.
+    checkpoint=TinySpec(
+        "falcon",
+        dict(
+            hidden_size=128,
+            ffn_hidden_size=512,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            alibi=True,
+            new_decoder_architecture=False,
+            multi_query=True,
+            parallel_attn=True,
+            bias=False,
+            max_position_embeddings=1024,
+            tie_word_embeddings=True,
+        ),
+    ),
+    # transformers' eager Falcon adds ALiBi twice (once folded into the causal mask as
+    # alibi / sqrt(head_dim) by FalconModel, again as (scores + alibi) * inv_norm_factor
+    # in FalconAttention): its logits are 3e-2 off both vLLM and its own SDPA path. SDPA
+    # adds it once, which is what Falcon means (and what vLLM computes).
+    reference=HFNames(
+        "transformer.h", "transformer.word_embeddings", "self_attention", "mlp", "dense_4h_to_h",
+        interior="sdpa", implementation="sdpa",
     ),
 )

@@ -1,27 +1,16 @@
 """Gemma-2: post-norm blocks, attention and final logit softcaps, alternating sliding windows.
 
 The block adds ``post_attention_layernorm(attn)`` and ``post_feedforward_layernorm(mlp)``
-to the stream, so those norms' outputs are the contributions. vLLM's Gemma-2 has no
-``lm_head``: its logits processor projects with the embedding, which is therefore
-both ``embed_tokens`` and ``lm_head``.
+to the stream, so those norms' outputs are the contributions
+(`components.vllm.post_norm`). vLLM's Gemma-2 has no ``lm_head``: its logits processor
+projects with the embedding, which is therefore both ``embed_tokens`` and ``lm_head``.
 """
 
-from ...components.vllm.attention import Attention
-from ...components.vllm.mlp import GatedMLP
+from ...checkpoints.specs import LLAMA_SHAPE, SLIDING_THEN_FULL, WINDOW, TinySpec
+from ...components.vllm.post_norm import PostNormAttention, PostNormMLP
 from .base import Family
 from .gemma import SCALED_EMBEDDING
-
-
-class PostNormAttention(Attention):
-    """Attention whose contribution is its post-norm's output."""
-
-    CONTRIBUTION = "post_attention_layernorm"
-
-
-class PostNormMLP(GatedMLP):
-    """A gated MLP whose contribution is its post-norm's output."""
-
-    CONTRIBUTION = "post_feedforward_layernorm"
+from .testing import POST_NORM_NAMES
 
 
 FAMILY = Family(
@@ -38,4 +27,18 @@ FAMILY = Family(
         "use the kernel's window; the head is the embedding (lm_head is embed_tokens); "
         + SCALED_EMBEDDING
     ),
+    checkpoint=TinySpec(
+        "gemma2",
+        dict(
+            LLAMA_SHAPE,
+            head_dim=32,
+            query_pre_attn_scalar=32,
+            sliding_window=WINDOW,
+            layer_types=SLIDING_THEN_FULL,
+            attn_logit_softcapping=50.0,
+            final_logit_softcapping=30.0,
+            tie_word_embeddings=True,
+        ),
+    ),
+    reference=POST_NORM_NAMES,
 )

@@ -1,8 +1,10 @@
 """Gemma-3 (text): Gemma-2's post-norm block plus per-head q/k norms, sliding and full layers."""
 
+from ...checkpoints.specs import LLAMA_SHAPE, SLIDING_THEN_FULL, WINDOW, TinySpec
+from ...components.vllm.post_norm import PostNormAttention, PostNormMLP
 from .base import Family
 from .gemma import SCALED_EMBEDDING
-from .gemma2 import PostNormAttention, PostNormMLP
+from .testing import POST_NORM_NAMES
 
 FAMILY = Family(
     "gemma3_text",
@@ -14,4 +16,16 @@ FAMILY = Family(
         "q_norm/k_norm and rotary; sliding-window layers' patterns use the kernel's window; "
         + SCALED_EMBEDDING
     ),
+    checkpoint=TinySpec(
+        "gemma3_text",
+        dict(
+            LLAMA_SHAPE,
+            head_dim=32,
+            query_pre_attn_scalar=32,
+            sliding_window=WINDOW,
+            layer_types=SLIDING_THEN_FULL,
+            tie_word_embeddings=True,
+        ),
+    ),
+    reference=POST_NORM_NAMES,
 )

@@ -1,8 +1,10 @@
 """GPT-2: a plain stream, a plain GELU MLP (``c_fc`` -> act -> ``c_proj``), tied head."""
 
+from ...checkpoints.specs import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
 from .base import Family
+from .testing import HFNames
 
 
 class GPT2MLP(PlainMLP):
@@ -32,4 +34,6 @@ FAMILY = Family(
         "token_embeddings is the token lookup (wte); layers[0].layer_input adds the "
         "position embeddings (wpe); plain MLP: mlp_activation is mlp_neurons; tied head"
     ),
+    checkpoint=TinySpec("gpt2", dict(n_embd=128, n_layer=2, n_head=4, n_positions=1024, n_inner=256)),
+    reference=HFNames("transformer.h", "transformer.wte", "attn", "mlp", "c_proj"),
 )

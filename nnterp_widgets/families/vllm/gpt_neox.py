@@ -1,8 +1,10 @@
 """GPT-NeoX (Pythia): on vLLM's Transformers backend; a parallel block, plain GELU MLP."""
 
+from ...checkpoints.specs import TinySpec
 from ...components.vllm.mlp import PlainMLP
 from ...components.vllm.transformers_backend import TransformersLayer
 from .base import TRANSFORMERS, Family
+from .testing import HFNames
 
 
 class GPTNeoXMLP(PlainMLP):
@@ -25,4 +27,17 @@ FAMILY = Family(
         "attention and MLP both read the block's input, each through its own norm; rotary on "
         "rotary_pct of each head"
     ),
+    checkpoint=TinySpec(
+        "gpt_neox",
+        dict(
+            hidden_size=128,
+            intermediate_size=256,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            max_position_embeddings=1024,
+            use_parallel_residual=True,
+            tie_word_embeddings=False,
+        ),
+    ),
+    reference=HFNames("gpt_neox.layers", "gpt_neox.embed_in", "attention", "mlp", "dense_4h_to_h"),
 )

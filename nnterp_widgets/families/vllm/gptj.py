@@ -5,9 +5,11 @@ sum. Rotary on part of each head (``rotary_dim``); the head has a bias, which th
 logits processor adds.
 """
 
+from ...checkpoints.specs import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
 from .base import Family
+from .testing import HFNames
 
 
 class GPTJMLP(PlainMLP):
@@ -38,4 +40,17 @@ FAMILY = Family(
         "both; rotary on the first rotary_dim of each head; lm_head's bias goes to the "
         "logits processor (project_on_vocab adds it too)"
     ),
+    checkpoint=TinySpec(
+        "gptj",
+        dict(
+            n_embd=128,
+            n_inner=256,
+            n_layer=2,
+            n_head=4,
+            n_positions=1024,
+            rotary_dim=16,  # of the head's 32
+            tie_word_embeddings=False,
+        ),
+    ),
+    reference=HFNames("transformer.h", "transformer.wte", "attn", "mlp", "fc_out", interior="gptj"),
 )

@@ -1,5 +1,11 @@
 """Llama: fused ``(hidden, residual)`` blocks, gated SiLU MLP, rotary attention."""
 
+from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
 from .base import Family
+from .testing import LLAMA_NAMES
 
-FAMILY = Family("llama", vllm_class="LlamaForCausalLM")
+FAMILY = Family(
+    "llama", vllm_class="LlamaForCausalLM",
+    checkpoint=TinySpec("llama", dict(LLAMA_SHAPE, tie_word_embeddings=False)),
+    reference=LLAMA_NAMES,
+)

@@ -1,7 +1,9 @@
 """Mixtral: Llama's block with a mixture of experts (``block_sparse_moe``) on every layer."""
 
+from ...checkpoints.specs import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
 from ...components.vllm.mlp import RoutedMLP
 from .base import Family
+from .testing import EXPERTS_NAMES
 
 FAMILY = Family(
     "mixtral",
@@ -12,4 +14,16 @@ FAMILY = Family(
         "block_sparse_moe is mlp; the experts are one fused MoE kernel, so mlp_output "
         "(the routed sum) is all the MLP serves"
     ),
+    checkpoint=TinySpec(
+        "mixtral",
+        dict(
+            LLAMA_SHAPE,
+            **MOE,
+            intermediate_size=EXPERT_SIZE,
+            num_local_experts=4,
+            sliding_window=None,
+            tie_word_embeddings=False,
+        ),
+    ),
+    reference=EXPERTS_NAMES,
 )

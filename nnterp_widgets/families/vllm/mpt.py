@@ -6,9 +6,11 @@ stream, ALiBi, a plain GELU MLP ``ffn``, the head tied to ``transformer.wte``), 
 engine that runs MPT again serves it; tests/test_families.py runs it when one does.
 """
 
+from ...checkpoints.specs import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
 from .base import Family
+from .testing import HFNames
 
 #: What vLLM says when asked for an MPT checkpoint (its ModelConfig validation).
 ENGINE_ERROR = (
@@ -20,6 +22,15 @@ ENGINE_ERROR = (
 
 class MPTMLP(PlainMLP):
     DOWN = "down_proj"
+
+
+def _split_qkv(attention, fused):
+    # The reference's split (`HFNames.split`) of transformers' fused Wqkv output.
+    batch, tokens, _ = fused.shape
+    return tuple(
+        part.reshape(batch, tokens, attention.n_heads, attention.head_dim).transpose(1, 2)
+        for part in fused.chunk(3, dim=2)
+    )
 
 
 def _rename() -> dict:
@@ -53,4 +64,22 @@ FAMILY = Family(
     vllm_class="MPTForCausalLM (removed in vLLM 0.28)",
     engine_error=ENGINE_ERROR,
     notes="vLLM does not run it: " + ENGINE_ERROR,
+    checkpoint=TinySpec(
+        "mpt",
+        dict(
+            d_model=128,
+            expansion_ratio=2,
+            n_layers=2,
+            n_heads=4,
+            max_seq_len=1024,
+            attn_config=dict(alibi=True),
+            tie_word_embeddings=True,
+        ),
+    ),
+    reference=HFNames(
+        "transformer.blocks", "transformer.wte", "attn", "ffn", "down_proj",
+        mlp_out="ffn.down_proj", interior="fused", split=_split_qkv,
+        qkv_proj="Wqkv", out_proj="out_proj",
+    ),
+    verified_on=(),
 )

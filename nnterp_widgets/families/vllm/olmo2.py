@@ -1,8 +1,10 @@
 """OLMo-2: on vLLM's Transformers backend; post-norm blocks, gated SiLU MLP, q/k norms."""
 
+from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
+from ...components.vllm.post_norm import PostNormAttention, PostNormMLP
 from ...components.vllm.transformers_backend import TransformersLayer
 from .base import TRANSFORMERS, Family
-from .gemma2 import PostNormAttention, PostNormMLP
+from .testing import POST_NORM_NAMES
 
 #: What the Transformers backend does to OLMo-2's block, for the docs.
 OLMO_NOTES = (
@@ -22,4 +24,6 @@ FAMILY = Family(
     backend=TRANSFORMERS,
     vllm_class="TransformersForCausalLM",
     notes=OLMO_NOTES,
+    checkpoint=TinySpec("olmo2", dict(LLAMA_SHAPE, tie_word_embeddings=False)),
+    reference=POST_NORM_NAMES,
 )

@@ -1,5 +1,11 @@
 """Qwen2 (and Qwen2.5): Llama-shaped, fused ``(hidden, residual)`` blocks, gated MLP."""
 
+from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
 from .base import Family
+from .testing import LLAMA_NAMES
 
-FAMILY = Family("qwen2", vllm_class="Qwen2ForCausalLM", notes="qkv bias; tied embeddings in the small checkpoints")
+FAMILY = Family(
+    "qwen2", vllm_class="Qwen2ForCausalLM", notes="qkv bias; tied embeddings in the small checkpoints",
+    checkpoint=TinySpec("qwen2", dict(LLAMA_SHAPE, tie_word_embeddings=True), train_steps=120),
+    reference=LLAMA_NAMES,
+)

@@ -5,8 +5,10 @@ A block is sparse unless it is in ``mlp_only_layers`` or off the
 ordinary gated MLP and serves its neurons.
 """
 
+from ...checkpoints.specs import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
 from ...components.vllm.mlp import GatedMLP, RoutedMLP
 from .base import Family
+from .testing import LLAMA_NAMES
 
 
 def sparse_step_overrides(config) -> dict:
@@ -31,4 +33,18 @@ FAMILY = Family(
         "expert, and nothing inside is served; dense blocks (mlp_only_layers, "
         "decoder_sparse_step) are gated MLPs serving mlp_neurons"
     ),
+    # Layer 0 a dense MLP, layer 1 the experts (plus Qwen2-MoE's shared expert).
+    checkpoint=TinySpec(
+        "qwen2_moe",
+        dict(
+            LLAMA_SHAPE,
+            **MOE,
+            num_experts=4,
+            moe_intermediate_size=EXPERT_SIZE,
+            shared_expert_intermediate_size=128,
+            mlp_only_layers=[0],
+            tie_word_embeddings=False,
+        ),
+    ),
+    reference=LLAMA_NAMES,
 )

@@ -15,7 +15,8 @@ import importlib
 import sys
 from pathlib import Path
 
-from . import KNOWN, family_for
+from . import families, known
+from .base import AMX, AVX2
 
 #: Where the table lives in the repository.
 DOC = Path(__file__).resolve().parents[3] / "docs" / "families.md"
@@ -31,7 +32,7 @@ _REASON_MODULES = (
 
 def _reason_names() -> dict[str, str]:
     """Reason text -> the constant that holds it (``components.vllm.mlp.ROUTED``)."""
-    modules = [*_REASON_MODULES, *(f"{__package__}.{name}" for name in KNOWN)]
+    modules = [*_REASON_MODULES, *(f"{__package__}.{name}" for name in known())]
     found: dict[str, str] = {}
     for module_name in modules:
         module = importlib.import_module(module_name)
@@ -70,16 +71,23 @@ def render() -> str:
         "this machine is in `docs/families_survey.md`; which were verified split across",
         "workers (`tensor_parallel_size`) is in `docs/tensor_parallel.md`.",
         "",
+        f"*verified on*: the CPU instruction sets the family's engine tests passed on ({AVX2}:",
+        f"an AMD EPYC without AVX-512; {AMX}: a Xeon with AMX tiles). vLLM's CPU backend",
+        "chooses kernels by the CPU (the MLA backend, the MoE experts' and attention's ISA,",
+        "packed linear kernels), so the AMX path is also checked from an AVX2 machine by",
+        "`tests/test_cpu_features.py`, which forces vLLM's AMX branches in the client's meta",
+        "build of each family (bfloat16, the dtype those branches take) and holds the engine's",
+        "choice of the MLA backend; the engine's own kernels there run only on an AMX CPU.",
+        "",
         f"Every family also lacks {root}: those are the engine's, not the family's.",
         "A value listed for `mlp.` or `self_attn.` is what `support()` reports; where some",
         "blocks serve more (the dense blocks of a mixture of experts), the module tree shows",
         "it per block.",
         "",
-        "| family | vLLM class | block convention | unavailable values (reason) | notes |",
-        "|---|---|---|---|---|",
+        "| family | vLLM class | block convention | unavailable values (reason) | verified on | notes |",
+        "|---|---|---|---|---|---|",
     ]
-    for model_type in KNOWN:
-        family = family_for(model_type)
+    for model_type, family in families().items():
         if family.engine_error is not None:
             unavailable = "everything: vLLM does not run it"
         else:
@@ -91,7 +99,7 @@ def render() -> str:
             convention += f" ({family.backend} backend)"
         lines.append(
             f"| {model_type} | {_cell(family.vllm_class)} | {convention} | {unavailable} | "
-            f"{_cell(family.notes)} |"
+            f"{', '.join(family.verified_on) or 'none'} | {_cell(family.notes)} |"
         )
     lines += ["", "## Reasons", ""]
     for constant, reason in sorted(used.items(), key=lambda item: item[0].rsplit(".", 1)[1]):
