@@ -20,6 +20,10 @@ from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.engine import platform
 from nnterp_widgets.families.vllm import families
 
+#: Each test builds vLLM's meta tree (no engine process, but vLLM's loader and tens of
+#: seconds): with the engine tests, not the fast part.
+pytestmark = pytest.mark.engine
+
 #: The AMX kernel library's declaration of the op (read from vLLM's ``_C.abi3.so``),
 #: which the AVX2 library lacks; declared here where missing, with no CPU kernel, so
 #: that only a Meta kernel can serve it.
