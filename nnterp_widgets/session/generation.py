@@ -163,8 +163,8 @@ class GenerationStep:
     ``position`` is where the step's stream was read (the last prompt position on the
     prefill), ``token`` / ``text`` what the step wrote. ``lens_ids`` / ``lens_probs``:
     ``[layers, k]`` top-k of ``project_on_vocab(layer_output)`` at ``position``;
-    ``model_ids`` / ``model_probs``: ``[k]``, the model's own (its logits, before
-    sampling). ``availability``: every value name -> ``None`` or why this step cannot
+    ``model_ids`` / ``model_probs`` / ``model_texts``: ``[k]``, the model's own (its
+    logits, before sampling). ``availability``: every value name -> ``None`` or why this step cannot
     serve it (the engine's ``support(step)``).
     """
 
@@ -177,6 +177,7 @@ class GenerationStep:
     lens_texts: tuple[tuple[str, ...], ...]
     model_ids: np.ndarray
     model_probs: np.ndarray
+    model_texts: tuple[str, ...]
     availability: Mapping[str, str | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -190,6 +191,8 @@ class GenerationStep:
         set_(self, "model_probs", _frozen(self.model_probs, np.float32, (k,), "model_probs"))
         if len(self.lens_texts) != layers or any(len(row) != k for row in self.lens_texts):
             raise ValueError(f"lens_texts must be {layers} rows of {k} texts")
+        if len(self.model_texts) != k:
+            raise ValueError(f"model_texts must be {k} texts")
         if self.index < 0 or self.position < 0:
             raise ValueError("a step's index and position are non-negative")
         set_(self, "availability", MappingProxyType(dict(self.availability)))
@@ -437,6 +440,7 @@ def _generation(model, prompt: str, found: list, followed: Target | None, settin
             lens_texts=tuple(tuple(text(int(i)) for i in row) for row in lens_ids),
             model_ids=step["model"]["top_ids"].numpy(),
             model_probs=step["model"]["top_probs"].numpy(),
+            model_texts=tuple(text(int(i)) for i in step["model"]["top_ids"].tolist()),
             availability=model.support(step=index),
         ))
     # Per layer, the steps' stats side by side: the columns of the modes.
