@@ -22,12 +22,13 @@ from .figures import (
     MAX_TICK_LABELS,
     escape_token,
     lens_figure,
-    lens_width,
-    selection_shapes,
-    tick_positions,
+    lens_layout,
 )
 
-__all__ = ["MODE_STYLES", "ModeStyle", "generation_lens_figure", "lens_mode_figure"]
+__all__ = ["MODE_STYLES", "STEP_AXIS", "ModeStyle", "generation_lens_figure", "lens_mode_figure"]
+
+#: The column axis of a generation's figures: one column per step.
+STEP_AXIS = "step (the token it wrote)"
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def generation_lens_figure(result: GenerationResult, step: int | None = None) ->
     shown = "" if selected < 0 else f" (step {selected}: {'the prefill' if selected == 0 else 'a decode step'})"
     fig.update_layout(
         title=dict(text=f"generation lens: top-1 per layer and step{shown}"),
-        xaxis_title=dict(text="step (the token it wrote)"),
+        xaxis_title=dict(text=STEP_AXIS),
         uirevision=f"generation:{count}:{result.lens.num_layers}",
     )
     for shape in fig.layout.shapes:
@@ -142,18 +143,6 @@ def lens_mode_figure(modes: LensModes, mode: str = "top-1", selected: int = -1,
         **colour,
     )
     target = escape_token(modes.target.text) if modes.target is not None else ""
-    ticks = tick_positions(count)
-    layout = dict(
-        title=dict(text=style.title.format(target=target)),
-        xaxis=dict(tickmode="array", tickvals=ticks, ticktext=[labels[i] for i in ticks],
-                   showgrid=False, zeroline=False, title=dict(text=axis_title)),
-        yaxis=dict(tickmode="array", tickvals=list(range(layers)), ticktext=layer_labels,
-                   autorange="reversed", showgrid=False, zeroline=False),
-        shapes=selection_shapes(count, selected, row=False, column=True, rows=layers),
-        uirevision=f"modes:{count}:{layers}",
-        width=lens_width(count),
-        height=max(300, 34 * layers + 200),
-        margin=dict(l=90, r=20, t=50, b=90),
-        hovermode="closest",
-    )
+    layout = lens_layout(labels, modes.layer_labels, selected, title=style.title.format(target=target),
+                         axis_title=axis_title, revision=f"modes-{mode}")
     return go.Figure(data=[heatmap], layout=layout)
