@@ -232,6 +232,8 @@ def test_bad_target_then_a_good_request(session, result, bad, message):
     assert good.tokens.ids == result.tokens.ids[: result.prompt_length + 2]
 
 
-def test_one_sequence_only(session):
+def test_one_sequence_and_one_length(session):
     with pytest.raises(GenerationError, match="n=2"):
         session.generate(PROMPT, max_tokens=2, n=2, temperature=1.0).result(timeout=60)
+    with pytest.raises(GenerationError, match="not also as max_new_tokens"):
+        session.generate(PROMPT, max_tokens=2, max_new_tokens=3).result(timeout=60)

@@ -314,9 +314,9 @@ def resolve_target(model, target: Any) -> Target | None:
 
 
 def _sampling(sampling: dict) -> dict:
-    for name in ("max_new_tokens",):
-        if name in sampling:
-            raise GenerationError(MAX_TOKENS_TWICE.format(name=name))
+    """vLLM's sampling settings over `GREEDY`; the length is ``max_tokens``'s alone."""
+    if "max_new_tokens" in sampling:  # nnsight's spelling of max_tokens
+        raise GenerationError(MAX_TOKENS_TWICE.format(name="max_new_tokens"))
     n = sampling.get("n", 1)
     if n != 1:
         raise GenerationError(ONE_SEQUENCE.format(n=n))
