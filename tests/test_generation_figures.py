@@ -26,6 +26,7 @@ from nnterp_widgets.session.generation import (
 from nnterp_widgets.session.panels import Tokens
 from nnterp_widgets.widgets.export import export_generation_html, export_html, generation_section
 from nnterp_widgets.widgets.figures import for_widget, heatmap_matrix
+from nnterp_widgets.widgets.tokens import show_token
 from nnterp_widgets.widgets.generation_figures import MODE_STYLES, generation_lens_figure, lens_mode_figure
 from test_export import _decode, _figures, synthetic_result, synthetic_tree
 
@@ -192,7 +193,7 @@ def test_export_is_self_contained_and_escaped(page):
     scripts = re.findall(r"<script\b[^>]*>", page, re.I)
     assert scripts and not any("src=" in tag.lower() for tag in scripts)
     assert XSS not in page and "<img" not in page.lower() and "<b>reason" not in page
-    assert html.escape(XSS) in page
+    assert html.escape(show_token(XSS)) in page  # the chip: shown by the one token rule, escaped
 
 
 def test_export_shows_each_steps_availability(page, generation):
@@ -203,7 +204,7 @@ def test_export_shows_each_steps_availability(page, generation):
         text = html.unescape(cells)
         assert ", ".join(PATTERN) in text and DECODE in text
         assert GATED not in text  # unavailable on every step: not this step's news
-    assert html.escape(generation.steps[1].model_texts[0]) in rows[1][2]
+    assert html.escape(show_token(generation.steps[1].model_texts[0])) in rows[1][2]
 
 
 def test_export_holds_the_figures(page, generation):
@@ -226,6 +227,7 @@ def test_prompt_export_with_a_generation(tmp_path, generation):
     text = export_html(synthetic_result(), synthetic_tree(), generation=generation, step=0, path=path)
     assert path.read_text(encoding="utf-8") == text
     assert set(_figures(text)) >= {"nnw-attention", "nnw-lens", "nnw-generation-lens"}
-    assert generation_section(generation, 0) in text
+    assert generation_section(generation, 0, plotlyjs=False) in text  # plotly.js once, with the prompt's figures
+    assert text.count("Plotly.newPlot") == 2 + 4  # attention, lens; generation lens, three modes
     plain = export_generation_html(make_generation(target=False))
     assert set(_figures(plain)) == {"nnw-generation-lens", "nnw-generation-entropy"}
