@@ -54,7 +54,7 @@ def _hf_greedy(path: str, ids: list[int], steps: int) -> list[int]:
     ids = list(ids)
     with torch.no_grad():
         for _ in range(steps):
-            ids.append(int(model(torch.tensor([ids])).logits[0, -1].argmax()))
+            ids.append(int(model(torch.tensor([ids], device=model.device)).logits[0, -1].argmax()))
     return ids
 
 
@@ -71,7 +71,7 @@ def _hf_lens(path: str, family: str, ids: list[int]) -> torch.Tensor:
     with torch.no_grad():
         rows = [torch.softmax(head(norm(streams[("layer_output", i)])), dim=-1)[0]
                 for i in range(model.config.num_hidden_layers)]
-    return torch.stack(rows)
+    return torch.stack(rows).cpu()
 
 
 def _entropy(probs: torch.Tensor) -> torch.Tensor:
