@@ -78,10 +78,10 @@ def _find(module: torch.nn.Module, dotted: str | None) -> torch.nn.Module | None
 def reference_values(
     path: str,
     family: str,
-    prompt: str,
+    prompt: str | list[int],
     edit: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
 ) -> dict:
-    """Standard values of ``prompt`` in transformers, each ``[1, tokens, ...]``.
+    """Standard values of ``prompt`` (text, or token ids) in transformers, each ``[1, tokens, ...]``.
 
     ``token_embeddings`` is the embedding lookup (the table's rows for the ids), which
     is what the engine serves; a family that scales it (Gemma) scales it after, so
@@ -92,7 +92,10 @@ def reference_values(
     """
     model, tokenizer = hf_reference(path, family)
     names = names_of(family)
-    ids = tokenizer(prompt, return_tensors="pt")["input_ids"].to(devices.DEVICE)
+    if isinstance(prompt, str):
+        ids = tokenizer(prompt, return_tensors="pt")["input_ids"].to(devices.DEVICE)
+    else:
+        ids = torch.tensor([list(prompt)], device=devices.DEVICE)
     embed = _get(model, names.embed)
     found: dict = {"input_ids": ids, "token_embeddings": torch.nn.functional.embedding(ids, embed.weight).detach().clone()}
     handles = []

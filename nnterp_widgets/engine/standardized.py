@@ -53,6 +53,9 @@ TRACE_ONLY = (
     "`with model.trace(...)`"
 )
 
+#: What ``support(step=...)`` says of a step that is not one.
+STEP = "step is a generation step, 0 (the prefill) or more (a decode step); got {step!r}"
+
 #: Root value names, in ``support()`` order.
 ROOT_VALUES = (
     "token_embeddings",
@@ -203,7 +206,8 @@ class StandardizedVLLM(VLLM):
 
     # -- root values -----------------------------------------------------------
 
-    def unavailable_reason(self, name: str) -> str | None:
+    def unavailable_reason(self, name: str, step: int | None = None) -> str | None:
+        # The root's values are the same on every step.
         return ROOT_UNAVAILABLE.get(name)
 
     token_embeddings = StandardValue(
@@ -242,9 +246,16 @@ class StandardizedVLLM(VLLM):
 
     # -- availability ----------------------------------------------------------
 
-    def support(self) -> dict[str, str | None]:
-        """Every value name -> ``None`` (served) or the reason it is not."""
-        block = self._family.unavailable()
+    def support(self, step: int | None = None) -> dict[str, str | None]:
+        """Every value name -> ``None`` (served) or the reason it is not.
+
+        ``step``: a generation step, 0 the prefill and 1 on the decode steps, where the
+        values served on the prefill only carry their reason (`DECODE`); ``None``
+        (outside any step) lists them as served, as the seed's ``support()`` does.
+        """
+        if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
+            raise ValueError(STEP.format(step=step))
+        block = self._family.unavailable(step)
         names = [
             *LAYER_VALUES,
             *(f"self_attn.{name}" for name in ATTENTION_VALUES),

@@ -16,6 +16,7 @@ import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from .generation import GENERATE_TOKENS, follow, generate
 from .interventions import ablation, compare, patch
 from .probe import probe
 from .status import STARTING, State, Status
@@ -172,6 +173,19 @@ class Session:
     def ablation(self, text: str, heads, key: str = "ablation") -> Future:
         """``text`` with ``heads`` zeroed against the clean run; resolves to an `AblationDelta`."""
         return self.request(key, lambda engine: ablation(engine, text, heads))
+
+    def generate(self, prompt: str, max_tokens: int = GENERATE_TOKENS, *, target=None,
+                 key: str = "generate", **sampling: Any) -> Future:
+        """One engine request: ``prompt``, then up to ``max_tokens`` tokens (greedy unless
+        ``sampling``, vLLM's sampling settings, says otherwise); resolves to a
+        `GenerationResult`. ``target`` (a token id or one token's text) adds its
+        probability and rank to the lens modes."""
+        return self.request(key, lambda engine: generate(engine, prompt, max_tokens, target=target, **sampling))
+
+    def follow(self, prompt: str, target=None, key: str = "follow") -> Future:
+        """One engine request: the prompt's lens in every mode (`LensModes`), following
+        ``target`` (a token id or one token's text) at every layer and position."""
+        return self.request(key, lambda engine: follow(engine, prompt, target))
 
     def tree(self, result=None) -> list[dict]:
         """The module tree (plain dicts), with shapes for ``result``'s prompt if given."""

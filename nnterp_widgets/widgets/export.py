@@ -24,11 +24,14 @@ from pathlib import Path
 
 import plotly.io as pio
 
+from ..session.generation import GenerationResult
 from ..session.panels import PromptResult
 from .assets import JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM
 from .figures import attention_figure, lens_figure
+from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
+from .tokens import show_token
 
-__all__ = ["export_html", "script_json"]
+__all__ = ["export_generation_html", "export_html", "generation_section", "script_json"]
 
 STATIC_MODEL_JS: Path = JS_DIR / "static_model.js"
 
@@ -46,6 +49,15 @@ h1 { font-size: 1.3em; margin: 0 0 4px; }
 h2 { font-size: 1.1em; margin: 20px 0 6px; }
 .meta { opacity: 0.8; margin: 0 0 10px; }
 .figures { display: flex; flex-direction: column; gap: 12px; }
+.tokens { display: flex; flex-wrap: wrap; gap: 3px; align-items: center; }
+.chip { white-space: pre; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+        border: 1px solid GrayText; border-radius: 3px; padding: 0 4px; }
+.chip.generated { border-style: dashed; }
+.chip.selected { border-color: Highlight; box-shadow: inset 0 -2px 0 Highlight; }
+table.steps { border-collapse: collapse; margin: 6px 0; font-size: 13px; }
+table.steps th, table.steps td { border: 1px solid GrayText; padding: 2px 6px; text-align: left; vertical-align: top; }
+table.steps tr.selected td { box-shadow: inset 3px 0 0 Highlight; }
+table.steps .off { opacity: 0.75; font-style: italic; }
 """
 
 
@@ -82,8 +94,11 @@ def export_html(
     preview_data: bytes = b"",
     path: str | Path | None = None,
     title: str = "nnterp-widgets",
+    generation: GenerationResult | None = None,
+    step: int | None = None,
 ) -> str:
-    """The page for ``result`` (its tree, ``layers[layer]`` head ``head``, its lens).
+    """The page for ``result`` (its tree, ``layers[layer]`` head ``head``, its lens), and
+    `generation_section` of ``generation`` at ``step`` when given.
 
     ``selected``, ``preview`` and ``preview_data`` are the ModuleTree's (what its preview
     pane shows). Written to ``path`` (UTF-8) when given; the text is returned either way.
@@ -96,11 +111,7 @@ def export_html(
             raise IndexError(f"no attention pattern for layer {layer}; this prompt has layers {sorted(result.patterns)}")
         figures.append(("attention", attention_figure(result.attention(layer), head, chosen)))
     figures.append(("lens", lens_figure(result.lens, chosen)))
-    plots = [
-        pio.to_html(fig, include_plotlyjs=index == 0, full_html=False, div_id=f"nnw-{key}",
-                    config=_FIGURE_CONFIG, validate=False)
-        for index, (key, fig) in enumerate(figures)
-    ]
+    plots = _plots(figures)
     model = {
         "tree": list(tree),
         "selected": selected,
@@ -112,24 +123,109 @@ def export_html(
         "theme": "light",
     }
     view = f"layers[{layer}] head {head}" if result.patterns else "no attention pattern"
-    page = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}: {_e(result.prompt)}</title>",
-        f"<style>{_PAGE_CSS}</style>",
-        f"<style>{MODULE_TREE_CSS.read_text(encoding='utf-8')}</style>",
-        "</head><body>",
-        f"<h1>{_e(title)}</h1>",
+    body = [
         f'<p class="meta">prompt <code>{_e(result.prompt)}</code> · {count} tokens · {_e(view)}</p>',
         '<div id="nnw-tree"></div>',
         f'<script type="application/json" id="nnw-model" data-target="nnw-tree">{script_json(model)}</script>',
         "<h2>Attention and logit lens</h2>",
         f'<div class="figures">{"".join(plots)}</div>',
         f'<script type="module">{_module_script()}</script>',
+    ]
+    if generation is not None:
+        body.append(generation_section(generation, step, plotlyjs=False))
+    head = [f"<style>{MODULE_TREE_CSS.read_text(encoding='utf-8')}</style>"]
+    return _page(title, result.prompt, head, body, path)
+
+
+def _plots(figures: Sequence[tuple], plotlyjs: bool = True) -> list[str]:
+    """``(key, figure)`` s as plotly's HTML (div ``nnw-{key}``); plotly.js inline with the first."""
+    return [
+        pio.to_html(fig, include_plotlyjs=plotlyjs and index == 0, full_html=False, div_id=f"nnw-{key}",
+                    config=_FIGURE_CONFIG, validate=False)
+        for index, (key, fig) in enumerate(figures)
+    ]
+
+
+def _page(title: str, prompt: str, head: Sequence[str], body: Sequence[str], path: str | Path | None) -> str:
+    """The whole page around ``body`` (already escaped HTML); written to ``path`` if given."""
+    page = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}: {_e(prompt)}</title>",
+        f"<style>{_PAGE_CSS}</style>",
+        *head,
+        "</head><body>",
+        f"<h1>{_e(title)}</h1>",
+        *body,
         "</body></html>",
     ]
     text = "\n".join(page) + "\n"
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text
+
+
+def _chips(texts: Sequence[str], start: int = 0, selected: int = -1, kind: str = "") -> str:
+    return "".join(
+        f'<span class="chip{kind}{" selected" if i == selected else ""}" title="token {i}">{_e(show_token(text))}</span>'
+        for i, text in enumerate(texts, start)
+    )
+
+
+def _step_row(result: GenerationResult, index: int, shown: int) -> str:
+    step = result.steps[index]
+    prefill = result.steps[0].unavailable()
+    # What this step cannot serve that the prefill can (the pattern, on a decode step).
+    lost: dict[str, list[str]] = {}
+    for name, reason in step.unavailable().items():
+        if name not in prefill:
+            lost.setdefault(reason, []).append(name)
+    served = "; ".join(f'{_e(", ".join(names))}: <span class="off">{_e(reason)}</span>' for reason, names in lost.items())
+    top = ", ".join(f"{_e(show_token(text))} {float(p):.3f}" for text, p in zip(step.model_texts, step.model_probs))
+    kind = "prefill" if step.is_prefill else "decode"
+    return (f'<tr class="step{" selected" if index == shown else ""}" data-step="{index}">'
+            f"<td>{index}</td><td>{kind}</td><td>{step.position}</td>"
+            f'<td><span class="chip">{_e(show_token(step.text))}</span></td><td>{top}</td>'
+            f'<td>{served or "every value served on the prefill"}</td></tr>')
+
+
+def generation_section(result: GenerationResult, step: int | None = None, *, plotlyjs: bool = True) -> str:
+    """A generation as HTML: its tokens (the generated ones dashed, ``step``'s selected),
+    a table of the steps (what each wrote, the model's top-k, what it cannot serve that
+    the prefill can, and why), the generation lens with ``step`` outlined, and the lens
+    modes (entropy; a followed token's probability and rank). ``plotlyjs``: inline
+    plotly.js with the first figure (not when the page has it already)."""
+    shown = -1 if step is None else result.step(step).index
+    start = result.prompt_length
+    chips = (_chips(result.tokens.texts[:start])
+             + _chips(result.generated.texts, start, start + shown if shown >= 0 else -1, " generated"))
+    rows = "".join(_step_row(result, i, shown) for i in range(len(result.steps)))
+    figures = [("generation-lens", generation_lens_figure(result, step))]
+    for mode in result.modes.modes():
+        if mode != "top-1":  # the generation lens is the top-1 mode
+            figures.append((f"generation-{mode}", lens_mode_figure(result.modes, mode, shown, axis_title=STEP_AXIS)))
+    settings = ", ".join(f"{key}={value!r}" for key, value in result.sampling.items())
+    target = result.modes.target
+    return "\n".join([
+        "<h2>Generation</h2>",
+        f'<p class="meta">{start} prompt tokens · {len(result.steps)} generated · {_e(settings)}'
+        + (f" · following {_e(show_token(target.text))}" if target is not None else "") + "</p>",
+        f'<div class="tokens" aria-label="generated tokens">{chips}</div>',
+        '<table class="steps"><thead><tr><th>step</th><th>kind</th><th>position</th><th>wrote</th>'
+        "<th>model top-k</th><th>unavailable on this step</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>",
+        f'<div class="figures">{"".join(_plots(figures, plotlyjs))}</div>',
+    ])
+
+
+def export_generation_html(
+    result: GenerationResult,
+    *,
+    step: int | None = None,
+    path: str | Path | None = None,
+    title: str = "nnterp-widgets",
+) -> str:
+    """A page of one generation (`generation_section`); written to ``path`` when given."""
+    body = [f'<p class="meta">prompt <code>{_e(result.prompt)}</code></p>', generation_section(result, step)]
+    return _page(title, result.prompt, [], body, path)

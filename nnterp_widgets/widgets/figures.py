@@ -64,6 +64,7 @@ __all__ = [
     "heatmap_matrix",
     "lens_figure",
     "lens_hover",
+    "lens_layout",
     "lens_width",
     "mean_pool",
     "selection_shapes",
@@ -371,18 +372,8 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
         hovertemplate="%{customdata[0]}, position %{x:d}: %{customdata[1]}" + lines + "<extra></extra>",
         name="logit lens",
     )
-    layout = dict(
-        title=dict(text="logit lens: top-1 token per layer and position"),
-        xaxis=_token_axis(labels, title=dict(text="position")),
-        yaxis=dict(tickmode="array", tickvals=list(range(layers)), ticktext=layer_labels,
-                   autorange="reversed", showgrid=False, zeroline=False),
-        shapes=selection_shapes(count, selected_token, row=False, column=True, rows=layers),
-        uirevision=f"lens:{count}:{layers}",
-        width=lens_width(count),
-        height=max(300, 34 * layers + 200),
-        margin=dict(l=90, r=20, t=50, b=90),
-        hovermode="closest",
-    )
+    layout = lens_layout(labels, layer_labels, selected_token,
+                         title="logit lens: top-1 token per layer and position", revision="lens")
     return go.Figure(data=[heatmap], layout=layout)
 
 
@@ -504,3 +495,25 @@ def heatmap_matrix(trace, prop: str = "z") -> np.ndarray:
     grid = np.full((len(ys), len(xs)) + cells.shape[1:], None, dtype=object)
     grid[rows, cols] = cells
     return grid
+
+
+def lens_layout(labels: Sequence[str], layer_labels: Sequence[str], selected: int = -1, *,
+                title: str, axis_title: str = "position", revision: str = "lens") -> dict:
+    """The layout of a lens-shaped heatmap: layers (rows, ``layers[0]`` on top) x columns.
+
+    ``labels`` / ``layer_labels`` are already escaped; ``selected >= 0`` outlines that
+    column; ``revision`` prefixes ``uirevision`` (kept while the grid's size is).
+    """
+    count, layers = len(labels), len(layer_labels)
+    return dict(
+        title=dict(text=title),
+        xaxis=_token_axis(labels, title=dict(text=axis_title)),
+        yaxis=dict(tickmode="array", tickvals=list(range(layers)), ticktext=list(layer_labels),
+                   autorange="reversed", showgrid=False, zeroline=False),
+        shapes=selection_shapes(count, selected, row=False, column=True, rows=layers),
+        uirevision=f"{revision}:{count}:{layers}",
+        width=lens_width(count),
+        height=max(300, 34 * layers + 200),
+        margin=dict(l=90, r=20, t=50, b=90),
+        hovermode="closest",
+    )

@@ -239,3 +239,5 @@ class Attention(StandardEnvoy):
         "attention_probabilities", _kernel_in, _probabilities,
         read_only="attention_probabilities is derived and read-only",
     )
+
+    ON_DECODE = {name: DECODE for name, value in list(vars().items()) if isinstance(value, PrefillValue)}

@@ -28,12 +28,20 @@ class StandardEnvoy(Envoy):
 
     #: Standard name -> reason, for the values this component never serves.
     UNAVAILABLE: dict[str, str] = {}
+    #: Standard name -> reason, for the values it serves on the prefill only (a decode
+    #: step, generation step 1 on, cannot).
+    ON_DECODE: dict[str, str] = {}
     #: A sibling module in the block whose output is this component's contribution to
     #: the stream (a post-norm: Gemma-2's ``post_attention_layernorm``); ``None``: its own.
     CONTRIBUTION: str | None = None
 
-    def unavailable_reason(self, name: str) -> str | None:
-        return self.UNAVAILABLE.get(name)
+    def unavailable_reason(self, name: str, step: int | None = None) -> str | None:
+        """Why ``name`` is not served (``None``: it is). ``step``: a generation step
+        (0 the prefill, 1 on decode steps); ``None``, outside any step, as ``support()``."""
+        reason = self.UNAVAILABLE.get(name)
+        if reason is None and step is not None and step > 0:
+            return self.ON_DECODE.get(name)
+        return reason
 
 
 def _bind(module: torch.nn.Module, raw: Any) -> inspect.BoundArguments:

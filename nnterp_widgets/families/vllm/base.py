@@ -117,14 +117,19 @@ class Family:
             f"{self.layers}.*.{self.mlp}": self.mlp_cls,
         }
 
-    def unavailable(self) -> dict[str, str]:
+    def unavailable(self, step: int | None = None) -> dict[str, str]:
         """Block value name (``mlp.mlp_activation``) -> reason, for this family.
 
         A value some block cannot serve is listed (a per-block override that serves
         more, DeepSeek's dense first MLP, is shown per block in the module tree).
+        ``step``: a generation step; on a decode step (1 on) the values a block serves
+        on the prefill only are listed too, with their reason.
         """
         found = {}
         for prefix, cls in (("", self.layer_cls), ("self_attn.", self.attention_cls), ("mlp.", self.mlp_cls)):
-            for name, reason in cls.UNAVAILABLE.items():
+            if step is not None and step > 0:
+                for name, reason in getattr(cls, "ON_DECODE", {}).items():
+                    found[prefix + name] = reason
+            for name, reason in cls.UNAVAILABLE.items():  # never served wins over prefill-only
                 found[prefix + name] = reason
         return found

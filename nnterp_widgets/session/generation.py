@@ -1,0 +1,454 @@
+"""Generation and the lens modes: plain immutable data, each from one engine request.
+
+    result = session.generate("The Eiffel Tower is in", max_tokens=8).result()
+    result.tokens                  # the prompt's tokens, then the generated ones
+    result.steps[0].availability   # the prefill: the pattern is served
+    result.steps[1].availability["self_attn.attention_probabilities"]  # the decode reason
+    result.lens                    # a LensPanel: layers x steps, a step's column per token
+    result.modes                   # LensModes of the same columns (entropy; a target's
+                                   # probability and rank when ``target=`` was given)
+    modes = session.follow("The Eiffel Tower is in", " Paris").result()  # the prompt's
+
+A generation is one trace over the steps (nnsight's ``tracer.iter``): step 0 is the
+prefill, whose lens is read at the last prompt position; each later step is a decode
+step, one position. Everything is reduced in the worker (top-k, entropy, a target's
+probability and rank), so no vocabulary-sized array leaves it, and moved to the CPU
+before it is saved (an engine on a GPU serves CUDA tensors).
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from .panels import LensPanel, Tokens
+from .probe import LENS_K, ProbeError, check_prompt
+
+#: Tokens a generation writes unless told otherwise.
+GENERATE_TOKENS = 8
+#: Sampling unless told otherwise: greedy, so a generation is reproducible.
+GREEDY = MappingProxyType({"temperature": 0.0})
+
+#: The lens modes, and what each shows per layer and position.
+MODES = MappingProxyType({
+    "top-1": "the lens's top-1 probability",
+    "probability": "the target token's probability",
+    "rank": "the target token's rank (1: the lens's top-1)",
+    "entropy": "the lens distribution's entropy, in nats",
+})
+#: The modes that need a target token.
+TARGET_MODES = ("probability", "rank")
+
+# What bad input says (before any engine request).
+MAX_TOKENS_TYPE = "max_tokens is the number of tokens to generate, a whole number; got {value!r}"
+MAX_TOKENS_LOW = "max_tokens must be at least 1 (the number of tokens to generate); got {value}"
+PAST_MAX_MODEL_LEN = (
+    "the prompt is {prompt} tokens and {max_tokens} more make {total}, past this engine's "
+    "max_model_len={limit}: generate at most {room} tokens, or shorten the prompt"
+)
+ONE_SEQUENCE = "a generation follows one sequence: n={n} is not supported (leave n at 1)"
+MAX_TOKENS_TWICE = "give the length as max_tokens only (not also as {name})"
+TARGET_TYPE = "the target is a token id (an int) or a token's text (a str); got {kind}"
+TARGET_EMPTY = "the target is empty: type one token's text, or give its id"
+TARGET_NOT_ONE_TOKEN = (
+    "the target {text!r} is {count} tokens ({pieces}), not one: follow one of them, or give a token id"
+)
+TARGET_OUT_OF_VOCAB = "the target id {id} is outside the vocabulary (ids 0..{last})"
+NEEDS_TARGET = "the {mode!r} mode shows a target token's {mode}: follow a target first"
+UNKNOWN_MODE = "unknown lens mode {mode!r}; the modes are {modes}"
+STEP_RANGE = "step {step} is out of range: this generation has steps 0..{last}"
+
+
+class GenerationError(ProbeError):
+    """A generation the engine cannot take (bad length, bad target): said before any request."""
+
+
+# -- data ---------------------------------------------------------------------------
+
+
+def _frozen(array: np.ndarray, dtype, shape: tuple, what: str) -> np.ndarray:
+    array = np.array(array, dtype=dtype)  # a copy: the object owns its numbers
+    if array.shape != shape:
+        raise ValueError(f"{what} is {array.shape}, expected {shape}")
+    array.flags.writeable = False
+    return array
+
+
+@dataclass(frozen=True)
+class Target:
+    """A followed token: its id and text."""
+
+    id: int
+    text: str
+
+    def __post_init__(self) -> None:
+        if isinstance(self.id, bool) or not isinstance(self.id, numbers.Integral) or self.id < 0:
+            raise ValueError(f"a target id is a non-negative int, got {self.id!r}")
+        object.__setattr__(self, "id", int(self.id))
+
+
+@dataclass(frozen=True)
+class LensModes:
+    """The lens at ``layers x columns`` in every mode of `MODES`.
+
+    ``columns`` labels the columns (a prompt's tokens for `follow`; for a generation
+    the token each step wrote), ``positions`` the sequence position each column's
+    stream was read at. ``top_ids`` / ``top_probs`` / ``top_texts`` are the top-1;
+    ``entropy`` is in nats. ``probability`` / ``rank`` are the target's (rank 1 is the
+    top-1), present when ``target`` is.
+    """
+
+    columns: Tokens
+    positions: tuple[int, ...]
+    top_ids: np.ndarray
+    top_probs: np.ndarray
+    top_texts: tuple[tuple[str, ...], ...]
+    entropy: np.ndarray
+    target: Target | None = None
+    probability: np.ndarray | None = None
+    rank: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        count = len(self.columns)
+        if len(self.positions) != count:
+            raise ValueError(f"{len(self.positions)} positions for {count} columns")
+        layers = int(np.shape(self.top_ids)[0]) if np.ndim(self.top_ids) == 2 else -1
+        shape = (layers, count)
+        set_ = object.__setattr__
+        set_(self, "positions", tuple(int(p) for p in self.positions))
+        set_(self, "top_ids", _frozen(self.top_ids, np.int64, shape, "top_ids"))
+        set_(self, "top_probs", _frozen(self.top_probs, np.float32, shape, "top_probs"))
+        set_(self, "entropy", _frozen(self.entropy, np.float32, shape, "entropy"))
+        if len(self.top_texts) != layers or any(len(row) != count for row in self.top_texts):
+            raise ValueError(f"top_texts must be {layers} rows of {count} texts")
+        if (self.target is None) != (self.probability is None) or (self.target is None) != (self.rank is None):
+            raise ValueError("probability and rank come with a target, and only with one")
+        if self.target is not None:
+            set_(self, "probability", _frozen(self.probability, np.float32, shape, "probability"))
+            set_(self, "rank", _frozen(self.rank, np.int64, shape, "rank"))
+            if self.rank.size and self.rank.min() < 1:
+                raise ValueError("a rank starts at 1 (the top-1)")
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.top_ids.shape[0])
+
+    @property
+    def layer_labels(self) -> list[str]:
+        return [f"layers[{i}]" for i in range(self.num_layers)]
+
+    def values(self, mode: str) -> np.ndarray:
+        """``[layers, columns]``: what the cells show in ``mode`` (one of `MODES`)."""
+        if mode not in MODES:
+            raise ValueError(UNKNOWN_MODE.format(mode=mode, modes=", ".join(MODES)))
+        if mode in TARGET_MODES and self.target is None:
+            raise ValueError(NEEDS_TARGET.format(mode=mode))
+        return {"top-1": self.top_probs, "probability": self.probability,
+                "rank": self.rank, "entropy": self.entropy}[mode]
+
+    def modes(self) -> tuple[str, ...]:
+        """The modes this object can show (the target's only with a target)."""
+        return tuple(m for m in MODES if self.target is not None or m not in TARGET_MODES)
+
+
+@dataclass(frozen=True)
+class GenerationStep:
+    """One step of a generation: 0 is the prefill, each later one a decode step.
+
+    ``position`` is where the step's stream was read (the last prompt position on the
+    prefill), ``token`` / ``text`` what the step wrote. ``lens_ids`` / ``lens_probs``:
+    ``[layers, k]`` top-k of ``project_on_vocab(layer_output)`` at ``position``;
+    ``model_ids`` / ``model_probs`` / ``model_texts``: ``[k]``, the model's own (its
+    logits, before sampling). ``availability``: every value name -> ``None`` or why this step cannot
+    serve it (the engine's ``support(step)``).
+    """
+
+    index: int
+    position: int
+    token: int
+    text: str
+    lens_ids: np.ndarray
+    lens_probs: np.ndarray
+    lens_texts: tuple[tuple[str, ...], ...]
+    model_ids: np.ndarray
+    model_probs: np.ndarray
+    model_texts: tuple[str, ...]
+    availability: Mapping[str, str | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        if np.ndim(self.lens_ids) != 2:
+            raise ValueError(f"lens_ids is [layers, k], got shape {np.shape(self.lens_ids)}")
+        layers, k = np.shape(self.lens_ids)
+        set_(self, "lens_ids", _frozen(self.lens_ids, np.int64, (layers, k), "lens_ids"))
+        set_(self, "lens_probs", _frozen(self.lens_probs, np.float32, (layers, k), "lens_probs"))
+        set_(self, "model_ids", _frozen(self.model_ids, np.int64, (k,), "model_ids"))
+        set_(self, "model_probs", _frozen(self.model_probs, np.float32, (k,), "model_probs"))
+        if len(self.lens_texts) != layers or any(len(row) != k for row in self.lens_texts):
+            raise ValueError(f"lens_texts must be {layers} rows of {k} texts")
+        if len(self.model_texts) != k:
+            raise ValueError(f"model_texts must be {k} texts")
+        if self.index < 0 or self.position < 0:
+            raise ValueError("a step's index and position are non-negative")
+        set_(self, "availability", MappingProxyType(dict(self.availability)))
+
+    @property
+    def is_prefill(self) -> bool:
+        return self.index == 0
+
+    def unavailable(self) -> dict[str, str]:
+        """The values this step cannot serve, with their reasons."""
+        return {name: reason for name, reason in self.availability.items() if reason is not None}
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """One generation: the prompt, what each step wrote and what the lens saw.
+
+    ``tokens`` is the prompt's tokens then the generated ones (``prompt_length`` of the
+    first). ``lens`` is a `LensPanel` whose columns are the steps (labelled with the
+    token each wrote); ``modes`` the same columns' `LensModes`.
+    """
+
+    prompt: str
+    tokens: Tokens
+    prompt_length: int
+    steps: tuple[GenerationStep, ...]
+    modes: LensModes
+    sampling: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "steps", tuple(self.steps))
+        set_(self, "sampling", MappingProxyType(dict(self.sampling)))
+        count = len(self.steps)
+        if not count:
+            raise ValueError("a generation has at least one step")
+        if len(self.tokens) != self.prompt_length + count:
+            raise ValueError(f"{len(self.tokens)} tokens for a {self.prompt_length}-token prompt and {count} steps")
+        for i, step in enumerate(self.steps):
+            if step.index != i or step.position != self.prompt_length - 1 + i:
+                raise ValueError(f"step {i} is out of order (index {step.index}, position {step.position})")
+            if self.tokens.ids[self.prompt_length + i] != step.token:
+                raise ValueError(f"step {i} wrote {step.token}, the tokens say {self.tokens.ids[self.prompt_length + i]}")
+        if self.modes.positions != tuple(step.position for step in self.steps):
+            raise ValueError("the lens modes' columns are not this generation's steps")
+
+    @property
+    def generated(self) -> Tokens:
+        """The generated tokens only."""
+        start = self.prompt_length
+        return Tokens(self.tokens.ids[start:], self.tokens.texts[start:])
+
+    @property
+    def prompt_tokens(self) -> Tokens:
+        return Tokens(self.tokens.ids[: self.prompt_length], self.tokens.texts[: self.prompt_length])
+
+    @property
+    def text(self) -> str:
+        """The generated text, token by token as the tokens show it."""
+        return "".join(self.generated.texts)
+
+    def step(self, index: int) -> GenerationStep:
+        if not -len(self.steps) <= index < len(self.steps):
+            raise IndexError(STEP_RANGE.format(step=index, last=len(self.steps) - 1))
+        return self.steps[index]
+
+    @property
+    def lens(self) -> LensPanel:
+        """The lens with one column per step (``[layers, steps, k]``), each column
+        labelled with the token its step wrote; the model's top-k is the last step's."""
+        last = self.steps[-1]
+        return LensPanel(
+            tokens=self.generated,
+            top_ids=np.stack([s.lens_ids for s in self.steps], axis=1),
+            top_probs=np.stack([s.lens_probs for s in self.steps], axis=1),
+            top_texts=tuple(tuple(s.lens_texts[layer] for s in self.steps) for layer in range(last.lens_ids.shape[0])),
+            model_top_ids=last.model_ids,
+            model_top_probs=last.model_probs,
+        )
+
+
+# -- checks (client side, before any request) ------------------------------------------
+
+
+def check_max_tokens(model, prompt_ids: list[int], max_tokens: Any) -> int:
+    """``max_tokens`` as an int; a `GenerationError` for one the engine cannot take."""
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, numbers.Integral):
+        raise GenerationError(MAX_TOKENS_TYPE.format(value=max_tokens))
+    max_tokens = int(max_tokens)
+    if max_tokens < 1:
+        raise GenerationError(MAX_TOKENS_LOW.format(value=max_tokens))
+    limit = model.max_model_len
+    total = len(prompt_ids) + max_tokens
+    if limit is not None and total > limit:
+        raise GenerationError(PAST_MAX_MODEL_LEN.format(
+            prompt=len(prompt_ids), max_tokens=max_tokens, total=total, limit=limit,
+            room=limit - len(prompt_ids)))
+    return max_tokens
+
+
+def resolve_target(model, target: Any) -> Target | None:
+    """``target`` (a token id, or text that is exactly one token) as a `Target`."""
+    if target is None:
+        return None
+    tokenizer = model.tokenizer
+    if isinstance(target, str):
+        if target == "":
+            raise GenerationError(TARGET_EMPTY)
+        ids = tokenizer.encode(target, add_special_tokens=False)
+        if len(ids) != 1:
+            pieces = ", ".join(repr(tokenizer.decode([i])) for i in ids)
+            raise GenerationError(TARGET_NOT_ONE_TOKEN.format(text=target, count=len(ids), pieces=pieces))
+        return Target(int(ids[0]), tokenizer.decode([ids[0]]))
+    if isinstance(target, bool) or not isinstance(target, numbers.Integral):
+        raise GenerationError(TARGET_TYPE.format(kind=type(target).__name__))
+    if not 0 <= int(target) < model.vocab_size:
+        raise GenerationError(TARGET_OUT_OF_VOCAB.format(id=int(target), last=model.vocab_size - 1))
+    return Target(int(target), tokenizer.decode([int(target)]))
+
+
+def _sampling(sampling: dict) -> dict:
+    """vLLM's sampling settings over `GREEDY`; the length is ``max_tokens``'s alone."""
+    if "max_new_tokens" in sampling:  # nnsight's spelling of max_tokens
+        raise GenerationError(MAX_TOKENS_TWICE.format(name="max_new_tokens"))
+    n = sampling.get("n", 1)
+    if n != 1:
+        raise GenerationError(ONE_SEQUENCE.format(n=n))
+    return {**GREEDY, **sampling}
+
+
+# -- in the worker -----------------------------------------------------------------
+
+
+def lens_stats(logits: torch.Tensor, k: int, target: int | None) -> dict:
+    """From lens logits ``[..., vocab]``: top-k, entropy and a target's probability and
+    rank, each ``[...]`` (``[..., k]``), on the CPU. Runs in the engine's worker."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    probs = logp.exp()
+    top = probs.topk(k, dim=-1)
+    # A probability that underflows to 0 adds nothing (0 * -inf would be NaN).
+    entropy = -torch.where(probs > 0, probs * logp, torch.zeros_like(probs)).sum(-1)
+    found = {"top_ids": top.indices.cpu(), "top_probs": top.values.cpu(), "entropy": entropy.cpu()}
+    if target is not None:
+        mine = logp[..., target]
+        found["probability"] = mine.exp().cpu()
+        found["rank"] = ((logp > mine.unsqueeze(-1)).sum(-1) + 1).cpu()
+    return found
+
+
+def generate(model, prompt: str, max_tokens: Any = GENERATE_TOKENS, *, target: Any = None,
+             k: int = LENS_K, **sampling: Any) -> GenerationResult:
+    """Generate up to ``max_tokens`` tokens after ``prompt`` in one trace.
+
+    Greedy unless ``sampling`` (vLLM's sampling settings) says otherwise. Checks the
+    length and the target first: bad input raises `GenerationError` before any request.
+    """
+    prompt_ids = check_prompt(model, prompt)
+    max_tokens = check_max_tokens(model, prompt_ids, max_tokens)
+    followed = resolve_target(model, target)
+    settings = _sampling(sampling)
+    target_id = None if followed is None else followed.id
+    with model.trace(prompt, max_tokens=max_tokens, **settings) as tracer:
+        steps = list().save()
+        for step in tracer.iter[:max_tokens]:
+            found = {}
+            if step == 0:
+                found["input_ids"] = model.input_ids[0].cpu()
+            found["lens"] = [
+                lens_stats(model.project_on_vocab(layer.layer_output[:, -1:])[0, 0], k, target_id)
+                for layer in model.layers
+            ]
+            found["model"] = lens_stats(model.logits.reshape(-1), k, None)
+            found["token"] = model.samples.reshape(-1).cpu()
+            steps.append(found)
+    return _generation(model, prompt, steps, followed, settings)
+
+
+def follow(model, prompt: str, target: Any, k: int = 1) -> LensModes:
+    """The prompt's lens in every mode, following ``target``, at every position: one trace."""
+    check_prompt(model, prompt)
+    followed = resolve_target(model, target)
+    target_id = None if followed is None else followed.id
+    with model.trace(prompt, temperature=0.0, max_tokens=1):
+        out = dict().save()
+        out["input_ids"] = model.input_ids[0].cpu()
+        out["lens"] = [
+            lens_stats(model.project_on_vocab(layer.layer_output)[0], k, target_id)
+            for layer in model.layers
+        ]
+    ids = [int(i) for i in out["input_ids"].tolist()]
+    return _modes(model, _tokens(model, ids), tuple(range(len(ids))), out["lens"], followed)
+
+
+# -- building the data (client side) ----------------------------------------------------
+
+
+def _texts(tokenizer):
+    cache: dict[int, str] = {}
+
+    def text(i: int) -> str:
+        if i not in cache:
+            cache[i] = tokenizer.decode([i])
+        return cache[i]
+
+    return text
+
+
+def _tokens(model, ids: list[int]) -> Tokens:
+    text = _texts(model.tokenizer)
+    return Tokens(tuple(ids), tuple(text(i) for i in ids))
+
+
+def _modes(model, columns: Tokens, positions: tuple, lens: list, followed: Target | None) -> LensModes:
+    """`LensModes` from per-layer `lens_stats` whose leading axis is the columns."""
+    text = _texts(model.tokenizer)
+    top_ids = np.stack([layer["top_ids"][..., 0].numpy() for layer in lens])
+    return LensModes(
+        columns=columns,
+        positions=positions,
+        top_ids=top_ids,
+        top_probs=np.stack([layer["top_probs"][..., 0].numpy() for layer in lens]),
+        top_texts=tuple(tuple(text(int(i)) for i in row) for row in top_ids),
+        entropy=np.stack([layer["entropy"].numpy() for layer in lens]),
+        target=followed,
+        probability=None if followed is None else np.stack([layer["probability"].numpy() for layer in lens]),
+        rank=None if followed is None else np.stack([layer["rank"].numpy() for layer in lens]),
+    )
+
+
+def _generation(model, prompt: str, found: list, followed: Target | None, settings: dict) -> GenerationResult:
+    text = _texts(model.tokenizer)
+    prompt_ids = [int(i) for i in found[0]["input_ids"].tolist()]
+    written = [int(step["token"][0]) for step in found]
+    start = len(prompt_ids)
+    steps = []
+    for index, step in enumerate(found):
+        lens_ids = np.stack([layer["top_ids"].numpy() for layer in step["lens"]])
+        steps.append(GenerationStep(
+            index=index,
+            position=start - 1 + index,
+            token=written[index],
+            text=text(written[index]),
+            lens_ids=lens_ids,
+            lens_probs=np.stack([layer["top_probs"].numpy() for layer in step["lens"]]),
+            lens_texts=tuple(tuple(text(int(i)) for i in row) for row in lens_ids),
+            model_ids=step["model"]["top_ids"].numpy(),
+            model_probs=step["model"]["top_probs"].numpy(),
+            model_texts=tuple(text(int(i)) for i in step["model"]["top_ids"].tolist()),
+            availability=model.support(step=index),
+        ))
+    # Per layer, the steps' stats side by side: the columns of the modes.
+    per_layer = [
+        {name: torch.stack([step["lens"][layer][name] for step in found]) for name in found[0]["lens"][layer]}
+        for layer in range(len(found[0]["lens"]))
+    ]
+    tokens = _tokens(model, prompt_ids + written)
+    modes = _modes(model, Tokens(tokens.ids[start:], tokens.texts[start:]),
+                   tuple(s.position for s in steps), per_layer, followed)
+    return GenerationResult(prompt, tokens, start, tuple(steps), modes, settings)
