@@ -10,7 +10,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-BENCHES = ["session_vs_trace", "requests_per_prompt", "engine_start", "attention_bytes", "rss_widgets"]
+BENCHES = ["session_vs_trace", "requests_per_prompt", "engine_start", "attention_bytes", "rss_widgets", "scale"]
 
 
 def main(names: list[str] | None = None) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import plotly.io as pio
 
-from ..session.panels import PromptResult
+from ..session.panels import AttentionPanel, LensPanel, PromptResult
 from .assets import JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM
 from .figures import attention_figure, lens_figure
 
@@ -74,8 +74,10 @@ def export_html(
     result: PromptResult,
     tree: Sequence[dict],
     *,
-    layer: int = 0,
+    layer: int | None = None,
     head: int = 0,
+    attention: AttentionPanel | None = None,
+    lens: LensPanel | None = None,
     selected_token: int = -1,
     selected: str = "",
     preview: dict | None = None,
@@ -83,19 +85,23 @@ def export_html(
     path: str | Path | None = None,
     title: str = "nnterp-widgets",
 ) -> str:
-    """The page for ``result`` (its tree, ``layers[layer]`` head ``head``, its lens).
+    """The page for ``result``: its tree, head ``head`` of ``attention`` (a layer's panel;
+    the result's own by default, which ``layer`` must then name if given) and ``lens``
+    (the result's window by default).
 
     ``selected``, ``preview`` and ``preview_data`` are the ModuleTree's (what its preview
     pane shows). Written to ``path`` (UTF-8) when given; the text is returned either way.
     """
     count = len(result.tokens)
     chosen = selected_token if 0 <= selected_token < count else -1
+    attention = attention if attention is not None else result.attention
+    if attention is not None and layer is not None and attention.layer != layer:
+        raise IndexError(f"no attention pattern for layer {layer} here; the view holds layers[{attention.layer}]")
+    lens = lens if lens is not None else result.lens
     figures = []
-    if result.patterns:
-        if layer not in result.patterns:
-            raise IndexError(f"no attention pattern for layer {layer}; this prompt has layers {sorted(result.patterns)}")
-        figures.append(("attention", attention_figure(result.attention(layer), head, chosen)))
-    figures.append(("lens", lens_figure(result.lens, chosen)))
+    if attention is not None:
+        figures.append(("attention", attention_figure(attention, head, chosen)))
+    figures.append(("lens", lens_figure(lens, chosen)))
     plots = [
         pio.to_html(fig, include_plotlyjs=index == 0, full_html=False, div_id=f"nnw-{key}",
                     config=_FIGURE_CONFIG, validate=False)
@@ -111,7 +117,7 @@ def export_html(
         "selected_token": chosen,
         "theme": "light",
     }
-    view = f"layers[{layer}] head {head}" if result.patterns else "no attention pattern"
+    view = f"layers[{attention.layer}] head {head}" if attention is not None else "no attention pattern"
     page = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
