@@ -95,7 +95,7 @@ class AttentionView(PlotPanel):
         """Show a new prompt, keeping layer / head / selection where still valid, else clamping."""
         notes = []
         layers = list(result.pattern_layers)
-        layer, head, selected = self.layer, self.head, self.selected_token
+        layer, selected = self.layer, self.selected_token
         count = len(result.tokens)
         self._result = result
         self._panel = None
