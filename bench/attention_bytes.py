@@ -28,7 +28,7 @@ def main(lengths=(16, 64, 256, 1024)) -> str:
             words.append(WORDS[len(words) % len(WORDS)])
             prompt = " ".join(words)
         result = session.prompt(prompt).result()
-        panel = result.attention(0)
+        panel = result.attention  # layer 0, the first, comes with the prompt
         tokens = len(result.tokens)
         sent = len(attention_figure(panel, 0).to_json()) + len(head_grid_figure(panel).to_json())
         raw = len(panel.to_bytes())

@@ -11,7 +11,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 BENCHES = ["session_vs_trace", "requests_per_prompt", "engine_start", "attention_bytes", "rss_widgets",
-           "patch_requests"]
+           "patch_requests", "scale"]
 
 
 def main(names: list[str] | None = None) -> None:

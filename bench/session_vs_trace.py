@@ -1,8 +1,9 @@
-"""A session prompt request vs a raw nnsight trace saving the same values.
+"""A session prompt request vs raw nnsight traces, on the tiny checkpoint.
 
-The session's probe saves every served value (summarised in the worker), the patterns
-and the lens in one trace; the baseline is one plain `model.trace` saving the same
-values whole. Ratio > 1: the session costs that much more per prompt.
+Two baselines on the same engine: one plain `model.trace` saving every served value, each
+layer's pattern and lens whole (what the session's request shipped before it painted only
+what is on screen), and the raw forward (a trace saving only the logits). Ratio > 1: the
+session costs that much more per prompt.
 """
 
 from __future__ import annotations
@@ -36,18 +37,27 @@ def raw_trace(model):
     return saved
 
 
+def raw_forward(model):
+    with model.trace(PROMPT, temperature=0.0, max_tokens=1):
+        logits = model.logits.cpu().save()
+    return logits
+
+
 def main() -> str:
     from nnterp_widgets.checkpoints import checkpoint
     from nnterp_widgets.session import Session
 
     session = Session.open(checkpoint("qwen2"), progress=False, **ENGINE_KWARGS).wait()
     raw = median_seconds(lambda: session.request("raw", raw_trace).result())
+    forward = median_seconds(lambda: session.request("forward", raw_forward).result())
     probed = median_seconds(lambda: session.prompt(PROMPT).result())
     session.close()
-    return report("Session prompt request vs raw nnsight trace (same values)", [
-        ("raw trace (median)", f"{raw * 1e3:.1f} ms"),
-        ("session probe (median)", f"{probed * 1e3:.1f} ms"),
-        ("ratio probe / raw", f"{probed / raw:.2f}"),
+    return report("Session prompt request vs raw nnsight traces (tiny checkpoint)", [
+        ("raw trace saving every value (median)", f"{raw * 1e3:.1f} ms"),
+        ("raw forward, logits only (median)", f"{forward * 1e3:.1f} ms"),
+        ("session prompt request (median)", f"{probed * 1e3:.1f} ms"),
+        ("ratio prompt / every-value trace", f"{probed / raw:.2f}"),
+        ("ratio prompt / raw forward", f"{probed / forward:.2f}"),
     ])
 
 

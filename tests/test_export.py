@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pytest
 
-from nnterp_widgets.session.panels import LensPanel, PromptResult, Tokens
+from nnterp_widgets.session.panels import AttentionPanel, LensPanel, PromptResult, Tokens
 from nnterp_widgets.widgets.assets import MODULE_TREE_CSS, MODULE_TREE_ESM
 from nnterp_widgets.widgets.export import STATIC_MODEL_JS, export_html, script_json
 from nnterp_widgets.widgets.figures import escape_token
@@ -36,11 +36,13 @@ def synthetic_result(texts: tuple[str, ...] = TEXTS) -> PromptResult:
                             for p in range(n)) for l in range(LAYERS))
     lens = LensPanel(tokens=tokens, top_ids=np.zeros((LAYERS, n, K), np.int64), top_probs=probs,
                      top_texts=top_texts, model_top_ids=np.zeros(K, np.int64), model_top_probs=probs[-1, -1])
-    patterns = {}
+    panels = {}
     for layer in range(LAYERS):
         raw = np.tril(rng.random((HEADS, n, n), dtype=np.float32)) + np.eye(n, dtype=np.float32)
-        patterns[layer] = (raw / raw.sum(-1, keepdims=True)).astype(np.float32)
-    return PromptResult(prompt="".join(texts), tokens=tokens, lens=lens, patterns=patterns)
+        panels[layer] = AttentionPanel.from_probabilities(tokens, layer, LAYERS, raw / raw.sum(-1, keepdims=True))
+    # The view shows layer 1 (a layer switch's panel, as the explorer hands it over).
+    return PromptResult(prompt="".join(texts), tokens=tokens, lens=lens, attention=panels[1],
+                        pattern_layers=tuple(panels))
 
 
 def synthetic_tree() -> list[dict]:
@@ -162,7 +164,7 @@ def test_figures_hold_the_data(page):
     assert set(figures) == {"nnw-attention", "nnw-lens"}
     attention = figures["nnw-attention"]["data"][0]
     assert attention["type"] == "heatmap"
-    np.testing.assert_array_equal(_decode(attention["z"]), result.patterns[1][1])
+    np.testing.assert_array_equal(_decode(attention["z"]), result.attention.head(1))
     assert figures["nnw-attention"]["layout"]["title"]["text"] == "layers[1] head 1"
     assert len(figures["nnw-attention"]["layout"]["shapes"]) == 2  # selected row and column
     lens = figures["nnw-lens"]["data"][0]

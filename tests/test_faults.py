@@ -24,7 +24,7 @@ def test_burst_of_200_changes_is_bounded_and_last_wins(session):
     peak = 0
     for i in range(200):
         if i % 2:
-            explorer.attention.layer = i % 2  # a panel change: no engine request
+            explorer.attention.layer = i % 2  # a layer switch: at most one request, then cached
         else:
             explorer.prompt_box.value = f"{PROMPT} {i}"
         peak = max(peak, session._worker.pending())
@@ -33,7 +33,9 @@ def test_burst_of_200_changes_is_bounded_and_last_wins(session):
     assert explorer.tree.prompt_tokens == list(result.tokens.texts)
     served = session.engine_requests - before
     assert 1 <= served < 50, served  # coalesced, not one per change
-    assert peak <= 1  # one key for the explorer: the queue never grows past it
+    # One key per kind of request of the explorer (its prompt, a layer, a lens window, a
+    # preview): the queue never grows past them, and a new prompt drops the others.
+    assert peak <= 4
     assert peak <= MAX_PENDING
 
 

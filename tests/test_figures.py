@@ -30,7 +30,9 @@ from ipywidgets.widgets.widget import _remove_buffers
 from plotly.callbacks import Points
 from plotly.serializers import _py_to_js
 
-from nnterp_widgets.session.panels import LensPanel, PromptResult, Tokens
+from concurrent.futures import Future
+
+from nnterp_widgets.session.panels import QUANT, AttentionPanel, LensPanel, PromptResult, Tokens
 from nnterp_widgets.widgets.attention import AttentionView
 from nnterp_widgets.widgets.figures import (
     CELL_TEXT_CHARS,
@@ -55,23 +57,61 @@ XSS_SHOWN = "&lt;img␣src=x␣onerror=alert(1)&gt;"
 TEXTS = ["<s>", " the", XSS, " cat", "\n", "", "$x$", " the"]  # " the" at 1 and 7
 
 
+class Source:
+    """What a session gives the views (a layer's panel), from the hand-built panels."""
+
+    def __init__(self) -> None:
+        self.panels: dict = {}
+
+    def attention(self, text, layer, key, ablate=()):
+        done = Future()
+        done.set_result(self.panels[(text, layer)])
+        return done
+
+
+SOURCE = Source()
+#: id(result) -> {layer: AttentionPanel}, for the results make_result built.
+_PANELS: dict = {}
+
+
 def make_result(texts=TEXTS, *, layers=3, heads=4, k=3, seed=0, lens_texts=None) -> PromptResult:
-    """A PromptResult with causal row-stochastic patterns and a made-up lens."""
+    """A PromptResult with causal row-stochastic patterns and a made-up lens; every layer's
+    panel is in `SOURCE` (what a session would answer) and `panel_of`. The patterns are
+    multiples of 1/255, so a panel's decoded bytes and its thumbnails are the pattern."""
     rng = np.random.default_rng(seed)
     n = len(texts)
-    patterns = {}
+    tokens = Tokens(tuple(range(n)), tuple(texts))
+    prompt = "".join(texts)
+    panels = {}
     for layer in range(layers):
         a = rng.random((heads, n, n)).astype(np.float32) * np.tril(np.ones((n, n), np.float32))
-        patterns[layer] = (a / a.sum(-1, keepdims=True)).astype(np.float32)
+        pattern = (np.rint(a / a.sum(-1, keepdims=True) * QUANT) / QUANT).astype(np.float32)
+        panels[layer] = AttentionPanel.from_probabilities(tokens, layer, layers, pattern)
+        SOURCE.panels[(prompt, layer)] = panels[layer]
     probs = (np.sort(rng.random((layers, n, k)), -1)[..., ::-1] / k).astype(np.float32)
     ids = rng.integers(0, 50, (layers, n, k))
     vocab = lens_texts or [f"v{i}" for i in range(50)]
     top_texts = tuple(
         tuple(tuple(vocab[ids[l, p, j] % len(vocab)] for j in range(k)) for p in range(n)) for l in range(layers)
     )
-    tokens = Tokens(tuple(range(n)), tuple(texts))
     lens = LensPanel(tokens, ids, probs, top_texts, ids[-1, -1], probs[-1, -1])
-    return PromptResult("".join(texts), tokens, lens, patterns)
+    result = PromptResult(prompt, tokens, lens, panels[0], tuple(range(layers)))
+    _PANELS[id(result)] = panels
+    return result
+
+
+def panel_of(result: PromptResult, layer: int) -> AttentionPanel:
+    return _PANELS[id(result)][layer]
+
+
+def patterns(result: PromptResult) -> dict:
+    """Layer -> the float pattern each layer's panel shows."""
+    return {layer: panel.pattern for layer, panel in _PANELS[id(result)].items()}
+
+
+def view_of(*args, **kwargs) -> AttentionView:
+    """An AttentionView whose layer switches are answered by `SOURCE`."""
+    return AttentionView(*args, session=SOURCE, **kwargs)
 
 
 def all_strings(fig: go.Figure) -> list[str]:
@@ -130,7 +170,7 @@ def test_escape_token_cut():
 
 def test_attention_heatmap_is_the_head_exactly():
     result = make_result()
-    panel = result.attention(1)
+    panel = panel_of(result, 1)
     fig = attention_figure(panel, 2)
     z = fig.data[0].z
     assert z.dtype == np.float32
@@ -145,13 +185,13 @@ def test_attention_heatmap_is_the_head_exactly():
 
 
 def test_attention_head_out_of_range_raises():
-    panel = make_result().attention(0)
+    panel = panel_of(make_result(), 0)
     with pytest.raises(IndexError, match="head 4 is out of range"):
         attention_figure(panel, 4)
 
 
 def test_repeated_tokens_are_distinct_rows_and_columns():
-    fig = attention_figure(make_result().attention(0), 0)
+    fig = attention_figure(panel_of(make_result(), 0), 0)
     for axis in (fig.layout.xaxis, fig.layout.yaxis):
         vals, text = list(axis.tickvals), list(axis.ticktext)
         assert vals == list(range(len(TEXTS)))
@@ -161,7 +201,7 @@ def test_repeated_tokens_are_distinct_rows_and_columns():
 
 
 def test_attention_hover_customdata_holds_texts_and_z_the_weight():
-    panel = make_result().attention(2)
+    panel = panel_of(make_result(), 2)
     fig = attention_figure(panel, 1)
     trace = fig.data[0]
     labels = [escape_token(t) for t in TEXTS]
@@ -178,17 +218,17 @@ def test_attention_hover_customdata_holds_texts_and_z_the_weight():
 
 def test_no_token_markup_anywhere_in_the_json():
     result = make_result(lens_texts=["a", XSS, "b"])
-    assert_no_markup(attention_figure(result.attention(0), 0, selected_token=2))
+    assert_no_markup(attention_figure(panel_of(result, 0), 0, selected_token=2))
     assert_no_markup(lens_figure(result.lens, selected_token=2))
     long_texts = [f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 10)]
     long_texts[0] = XSS
-    assert_no_markup(attention_figure(make_result(long_texts, layers=1, heads=1).attention(0), 0))
-    grid_strings = all_strings(head_grid_figure(result.attention(0)))
+    assert_no_markup(attention_figure(panel_of(make_result(long_texts, layers=1, heads=1), 0), 0))
+    grid_strings = all_strings(head_grid_figure(panel_of(result, 0)))
     assert not [s for s in grid_strings if "<img" in s or XSS_SHOWN in s]  # the grid shows no token text
 
 
 def test_selected_token_highlights_row_and_column():
-    panel = make_result().attention(0)
+    panel = panel_of(make_result(), 0)
     assert attention_figure(panel, 0).layout.shapes == ()
     fig = attention_figure(panel, 0, selected_token=3)
     shapes = {s.name: s for s in fig.layout.shapes}
@@ -203,7 +243,7 @@ def test_selected_token_highlights_row_and_column():
 def test_long_prompt_sparse_ticks_full_hover_and_size_bound():
     n = 1024
     texts = [f"w{i % 50}" for i in range(n)]
-    panel = make_result(texts, layers=1, heads=1).attention(0)
+    panel = panel_of(make_result(texts, layers=1, heads=1), 0)
     fig = attention_figure(panel, 0, selected_token=700)
     assert np.array_equal(fig.data[0].z, panel.head(0))
     # visible labels: at most MAX_TICK_LABELS, every n-th, distinct positions
@@ -224,7 +264,7 @@ def test_long_prompt_sparse_ticks_full_hover_and_size_bound():
 def test_middle_prompt_keeps_customdata_with_sparse_ticks():
     n = HOVER_TEXT_MAX_TOKENS
     texts = [f"w{i}" for i in range(n)]
-    fig = attention_figure(make_result(texts, layers=1, heads=1).attention(0), 0)
+    fig = attention_figure(panel_of(make_result(texts, layers=1, heads=1), 0), 0)
     assert len(fig.data) == 1 and len(fig.layout.xaxis.tickvals) <= MAX_TICK_LABELS
     assert list(fig.data[0].customdata[n - 1][3]) == [f"w{n - 1}", "w3"]
 
@@ -233,19 +273,20 @@ def test_middle_prompt_keeps_customdata_with_sparse_ticks():
 
 
 def test_head_grid_one_trace_per_head_bounded_by_max_side():
-    panel = make_result([f"t{i}" for i in range(100)], layers=1, heads=6).attention(0)
+    panel = panel_of(make_result([f"t{i}" for i in range(100)], layers=1, heads=6), 0)
     fig = head_grid_figure(panel, max_side=16)
     assert len(fig.data) == 6
     assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(6)]
     for h, trace in enumerate(fig.data):
         z = np.asarray(trace.z)
         assert z.dtype == np.float32 and z.shape[0] <= 16 and z.shape[1] <= 16 and z.size <= 16**2
-        assert np.allclose(z, mean_pool(panel.head(h), 16))
+        assert np.allclose(z, mean_pool(panel.thumbnails[h], 16))  # the engine's thumbnail, pooled further
+        assert np.allclose(panel.thumbnails[h], mean_pool(panel.head(h), 64))
         assert trace.coloraxis == "coloraxis"
         assert trace.hovertemplate == f"head {h}<br>weight %{{z:.3f}}<extra></extra>"
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
-    small = head_grid_figure(make_result().attention(0))  # short prompt: full resolution
-    assert np.array_equal(small.data[0].z, make_result().attention(0).head(0))
+    small = head_grid_figure(panel_of(make_result(), 0))  # short prompt: full resolution
+    assert np.array_equal(small.data[0].z, panel_of(make_result(), 0).head(0))
 
 
 def test_mean_pool():
@@ -296,24 +337,24 @@ def test_lens_selected_column():
 
 def test_attention_view_layer_and_head_update_the_figure():
     result = make_result()
-    view = AttentionView(result, layer=1, head=2)
-    assert np.array_equal(heatmap_matrix(view.figure.data[0]), result.patterns[1][2])
+    view = view_of(result, layer=1, head=2)
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), patterns(result)[1][2])
     assert len(view.grid.data) == 4
-    assert np.array_equal(heatmap_matrix(view.grid.data[3]), result.patterns[1][3])
+    assert np.array_equal(heatmap_matrix(view.grid.data[3]), patterns(result)[1][3])
     view.head = 3
-    assert np.array_equal(heatmap_matrix(view.figure.data[0]), result.patterns[1][3])
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), patterns(result)[1][3])
     assert view.figure.layout.title.text == "layers[1] head 3" and view.head_input.value == 3
     view.layer_input.value = 2  # the text box drives the trait
     assert view.layer == 2 and view.panel.layer == 2
-    assert np.array_equal(heatmap_matrix(view.figure.data[0]), result.patterns[2][3])
-    assert np.array_equal(heatmap_matrix(view.grid.data[0]), result.patterns[2][0])
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), patterns(result)[2][3])
+    assert np.array_equal(heatmap_matrix(view.grid.data[0]), patterns(result)[2][0])
     assert view.message.value == ""
 
 
 @pytest.mark.parametrize("name, bad", [("layer", 7), ("layer", -1), ("head", 4), ("head", -2)])
 def test_attention_view_out_of_range_keeps_the_view(name, bad):
     result = make_result()
-    view = AttentionView(result, layer=1, head=2)
+    view = view_of(result, layer=1, head=2)
     before = heatmap_matrix(view.figure.data[0])
     box = view.layer_input if name == "layer" else view.head_input
     box.value = bad
@@ -326,7 +367,7 @@ def test_attention_view_out_of_range_keeps_the_view(name, bad):
 
 def test_attention_view_clicks():
     result = make_result()
-    view = AttentionView(result)
+    view = view_of(result)
     view.figure.data[0]._dispatch_on_click(fake_click(x=1, y=4), None)  # the registered callback
     assert view.selected_token == 4
     assert {s.name for s in view.figure.layout.shapes} == {"selected row", "selected column"}
@@ -343,21 +384,21 @@ def test_attention_view_clicks():
 
 
 def test_attention_view_update_clamps():
-    view = AttentionView(make_result(), layer=2, head=3)
+    view = view_of(make_result(), layer=2, head=3)
     view.selected_token = 6
     shorter = make_result(["a", "b", "a"], layers=2, heads=2, seed=1)
     view.update(shorter)
     assert (view.layer, view.head, view.selected_token) == (1, 1, 2)
     assert "layer 2 is not in this prompt" in view.message.value
     assert "head 3 is out of range" in view.message.value and "selected 2" in view.message.value
-    assert np.array_equal(heatmap_matrix(view.figure.data[0]), shorter.patterns[1][1])
+    assert np.array_equal(heatmap_matrix(view.figure.data[0]), patterns(shorter)[1][1])
     assert len(view.grid.data) == 2 and view.layer_input.value == 1
     view.update(make_result(seed=2))  # still valid: kept, no message
     assert (view.layer, view.head, view.selected_token) == (1, 1, 2) and view.message.value == ""
     # a long prompt changes the figure's traces; clicks still reach the view
     long = make_result([f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 1)], layers=2, heads=2)
     view.update(long)
-    assert len(view.figure.data) == 2 and np.array_equal(heatmap_matrix(view.figure.data[0]), long.patterns[1][1])
+    assert len(view.figure.data) == 2 and np.array_equal(heatmap_matrix(view.figure.data[0]), patterns(long)[1][1])
     view.figure.data[0]._dispatch_on_click(fake_click(x=3, y=200), None)
     assert view.selected_token == 200
     view.update(make_result())
@@ -366,7 +407,7 @@ def test_attention_view_update_clamps():
 
 
 def test_attention_view_without_result_and_without_patterns():
-    view = AttentionView(layer=5, head=1)
+    view = view_of(layer=5, head=1)
     assert view.layer == 5 and len(view.figure.data) == 0
     view.set_status("busy", "running the prompt")
     assert view.status_label.value == "busy… running the prompt"
@@ -375,7 +416,7 @@ def test_attention_view_without_result_and_without_patterns():
     assert view.layer == 2 and "layer 5 is not in this prompt" in view.message.value
     view.set_status("error", "engine died")
     assert view.status_label.value == "error: engine died"
-    none = PromptResult(result.prompt, result.tokens, result.lens, {})
+    none = PromptResult(result.prompt, result.tokens, result.lens)
     view.update(none)
     assert "no attention pattern" in view.message.value
     with pytest.raises(ValueError):
@@ -440,7 +481,7 @@ def messages(widget: go.FigureWidget) -> list[tuple[str, dict]]:
 
 
 def test_for_widget_puts_the_attention_heatmap_in_columns():
-    panel = make_result().attention(1)
+    panel = panel_of(make_result(), 1)
     fig = attention_figure(panel, 2, selected_token=3)
     columns = for_widget(fig)
     before, trace = fig.data[0], columns.data[0]
@@ -462,7 +503,7 @@ def test_for_widget_puts_the_attention_heatmap_in_columns():
 
 def test_for_widget_long_attention_lens_and_grid():
     long_texts = [f"t{i}" for i in range(300)]
-    fig = attention_figure(make_result(long_texts, layers=1, heads=1).attention(0), 0)
+    fig = attention_figure(panel_of(make_result(long_texts, layers=1, heads=1), 0), 0)
     columns = for_widget(fig)
     assert columns.data[0].x.dtype == np.uint16 and columns.data[0].z.shape == (300 * 300,)
     assert np.array_equal(heatmap_matrix(columns.data[0]), fig.data[0].z)
@@ -478,12 +519,12 @@ def test_for_widget_long_attention_lens_and_grid():
     assert heatmap_matrix(trace, "customdata").tolist() == np.asarray(fig.data[0].customdata).tolist()
     assert trace.texttemplate == "%{text}" and trace.hovertemplate == fig.data[0].hovertemplate
 
-    panel = make_result([f"t{i}" for i in range(100)], layers=1, heads=6).attention(0)
+    panel = panel_of(make_result([f"t{i}" for i in range(100)], layers=1, heads=6), 0)
     grid = head_grid_figure(panel, max_side=16)
     columns = for_widget(grid)
     for h, (old, new) in enumerate(zip(grid.data, columns.data)):
         assert new.z.ndim == 1 and new.x.dtype == np.uint8
-        assert np.array_equal(heatmap_matrix(new), mean_pool(panel.head(h), 16))
+        assert np.array_equal(heatmap_matrix(new), mean_pool(panel.thumbnails[h], 16))
         assert (new.xaxis, new.yaxis, new.coloraxis, new.hovertemplate) == (old.xaxis, old.yaxis, old.coloraxis,
                                                                            old.hovertemplate)
 
@@ -503,33 +544,33 @@ def test_for_widget_keeps_heatmaps_it_cannot_put_in_columns():
 
 def test_attention_view_sends_the_pattern_as_binary():
     result = make_result()
-    view = AttentionView(result, layer=1, head=2)
+    view = view_of(result, layer=1, head=2)
     n = len(TEXTS)
     (main,) = widget_data(view.figure)
-    assert np.array_equal(binary(main["z"]), result.patterns[1][2].reshape(-1))
+    assert np.array_equal(binary(main["z"]), patterns(result)[1][2].reshape(-1))
     assert binary(main["x"], np.uint8).tolist() == list(range(n)) * n
     assert len(binary(main["y"], np.uint8)) == n * n
     grid = widget_data(view.grid)
     for h, trace in enumerate(grid):
-        assert np.array_equal(binary(trace["z"]), result.patterns[1][h].reshape(-1))
+        assert np.array_equal(binary(trace["z"]), patterns(result)[1][h].reshape(-1))
     sent, grid_sent = messages(view.figure), messages(view.grid)
     view.head = 3
     view.layer = 2
     assert [name for name, _ in sent] == ["_py2js_update", "_py2js_update"] and len(grid_sent) == 1
-    for (_, message), pattern in zip(sent, (result.patterns[1][3], result.patterns[2][3])):
+    for (_, message), pattern in zip(sent, (patterns(result)[1][3], patterns(result)[2][3])):
         style = _py_to_js(message["style_data"], None)
         assert np.array_equal(binary(style["z"][0]), pattern.reshape(-1))
         assert "x" not in style and "y" not in style  # the positions went once
         state, buffers = wire(message)
         assert len(buffers) == 1 and memoryview(buffers[0]).nbytes == 4 * n * n
     style = _py_to_js(grid_sent[0][1]["style_data"], None)
-    assert [binary(z).tolist() for z in style["z"]] == [result.patterns[2][h].reshape(-1).tolist() for h in range(4)]
+    assert [binary(z).tolist() for z in style["z"]] == [patterns(result)[2][h].reshape(-1).tolist() for h in range(4)]
     # a new prompt whose traces are of other kinds: replaced, the new traces binary too
     long = make_result([f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 1)], layers=3, heads=4)
     view.update(long)
     ((name, message),) = [m for m in sent[2:] if m[0] == "_py2js_addTraces"]
     added = _py_to_js(message["trace_data"], None)
-    assert np.array_equal(binary(added[0]["z"]), long.patterns[2][3].reshape(-1))
+    assert np.array_equal(binary(added[0]["z"]), patterns(long)[2][3].reshape(-1))
     assert binary(added[0]["x"], np.uint16).shape == ((HOVER_TEXT_MAX_TOKENS + 1) ** 2,)
 
 
@@ -549,7 +590,7 @@ def test_logit_lens_sends_the_probabilities_as_binary():
 def test_widget_bytes_at_1024_tokens():
     n = 1024
     result = make_result([f"w{i % 50}" for i in range(n)], layers=2, heads=2)
-    view = AttentionView(result)
+    view = view_of(result)
     state, buffers = wire(widget_data(view.figure))
     assert sum(memoryview(b).nbytes for b in buffers) == n * n * (4 + 2 + 2)  # z float32, x / y uint16
     size = wire_bytes(widget_data(view.figure))
@@ -576,8 +617,8 @@ def test_figures_in_chromium(tmp_path):
     long_texts = [f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 44)]
     long_texts[5] = XSS
     pages = {
-        "short": attention_figure(short.attention(0), 1, selected_token=2),
-        "long": attention_figure(make_result(long_texts, layers=1, heads=1).attention(0), 0),
+        "short": attention_figure(panel_of(short, 0), 1, selected_token=2),
+        "long": attention_figure(panel_of(make_result(long_texts, layers=1, heads=1), 0), 0),
         "lens": lens_figure(short.lens),
     }
     for name, fig in pages.items():
@@ -664,16 +705,16 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
         return [state, [list(p) for p in paths], [base64.b64encode(bytes(b)).decode() for b in buffers]]
 
     short = make_result(lens_texts=[XSS, "b"])
-    view = AttentionView(short, layer=0, head=1)
+    view = view_of(short, layer=0, head=1)
     view.selected_token = 2
     long_texts = [f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 44)]
     long_texts[5] = XSS
-    long = AttentionView(make_result(long_texts, layers=1, heads=2))
+    long = view_of(make_result(long_texts, layers=1, heads=2))
     lens = LogitLens(short)
     widgets = {
         "att": view.figure, "grid": view.grid, "long": long.figure, "lens": lens.figure,
         # the same figures as 2-D z (nested JSON lists), to compare the pictures
-        "att2d": go.FigureWidget(attention_figure(short.attention(0), 1, 2)),
+        "att2d": go.FigureWidget(attention_figure(panel_of(short, 0), 1, 2)),
         "lens2d": go.FigureWidget(lens_figure(short.lens)),
     }
 
@@ -719,16 +760,16 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
                 # the numbers arrived as typed arrays and plotly.js gridded them into the pattern
                 assert page.evaluate("document.getElementById('att').data[0].z instanceof Float32Array")
                 assert page.evaluate("document.getElementById('att').data[0].x instanceof Uint8Array")
-                assert np.array_equal(grid_z("att"), short.patterns[0][1])
+                assert np.array_equal(grid_z("att"), patterns(short)[0][1])
                 assert np.array_equal(grid_z("lens"), short.lens.top1_probs())
-                assert np.array_equal(grid_z("grid", 3), short.patterns[0][3])
+                assert np.array_equal(grid_z("grid", 3), patterns(short)[0][3])
                 assert image("att") == image("att2d") and image("lens") == image("lens2d")  # the same picture
                 assert page.evaluate("document.getElementById('att')._fullLayout.yaxis.range[0] > 0")  # reversed
                 shown = [html.unescape(escape_token(t)) for t in TEXTS]  # plotly decodes the entities
                 assert texts("#att .xtick text") == texts("#att .ytick text") == shown
                 # hover: query and key token, weight
                 (text,) = hover("att", 1, 2)
-                assert text == f"query 2: {XSS.replace(' ', '␣')}key 1: ␣theweight {short.patterns[0][1][2, 1]:.4f}"
+                assert text == f"query 2: {XSS.replace(' ', '␣')}key 1: ␣theweight {patterns(short)[0][1][2, 1]:.4f}"
                 assert hover("att2d", 1, 2) == [text]
                 (text,) = hover("long", 5, 290)
                 assert text.startswith(f"query 290: t290key 5: {XSS.replace(' ', '␣')}weight ")
@@ -742,7 +783,7 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
                 assert texts("#lens .heatmaplayer text") == texts("#lens2d .heatmaplayer text")
                 assert "<img␣sr…" in texts("#lens .heatmaplayer text")
                 (text,) = hover("grid", 3, 5, "xaxis2", "yaxis2")
-                assert text == f"head 1weight {short.patterns[0][1][5, 3]:.3f}"
+                assert text == f"head 1weight {patterns(short)[0][1][5, 3]:.3f}"
                 # a head change: the update message (z as one buffer) redraws the same widget
                 sent = messages(view.figure)
                 view.head = 3
@@ -752,8 +793,8 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
                     page.evaluate("([n, k, s, p, b]) => window.pySet(n, k, s[k], p.map(q => q.slice(1)), b)",
                                   ["att", key, state, paths, buffers])  # paths start with the key
                 page.wait_for_timeout(200)
-                assert np.array_equal(grid_z("att"), short.patterns[0][3])
-                assert hover("att", 1, 2)[0].endswith(f"weight {short.patterns[0][3][2, 1]:.4f}")
+                assert np.array_equal(grid_z("att"), patterns(short)[0][3])
+                assert hover("att", 1, 2)[0].endswith(f"weight {patterns(short)[0][3][2, 1]:.4f}")
                 # clicks come back to Python as positions: a cell of the head selects its query,
                 # a cell of the grid selects its head
                 for name, (x, y, xa, ya), widget in (("att", (4, 6, "xaxis", "yaxis"), view.figure),

@@ -228,6 +228,23 @@ def test_ablation_per_layer_between_reads(session, hf):
     assert torch.all(streams[3][0, :, [2, 3]] == 0) and torch.all(streams[1][0, :, 1] == 0)
 
 
+def test_prompt_request_ablates(session, hf):
+    # The explorer's own request: its model prediction and its last lens row are the
+    # ablated run's, held to transformers with the same heads zeroed by hooks.
+    result = session.prompt(CLEAN, ablate=HEADS, key="ablated-prompt").result(timeout=120)
+    ablated = torch.softmax(_hf_ablated(hf, HEADS), dim=-1)
+    top = ablated.topk(5)
+    assert result.ablate == tuple(sorted(HEADS))
+    np.testing.assert_array_equal(result.lens.model_top_ids, top.indices.numpy())
+    np.testing.assert_allclose(result.lens.model_top_probs, top.values.numpy(), atol=1e-5)
+    np.testing.assert_array_equal(result.lens.top_ids[-1, -1], top.indices.numpy())
+    clean = session.prompt(CLEAN, key="clean-prompt").result(timeout=120)
+    assert not np.allclose(clean.lens.model_top_probs, result.lens.model_top_probs, atol=1e-4)
+    with pytest.raises(InterventionError, match="out of range"):
+        session.prompt(CLEAN, ablate=[(99, 0)], key="bad-ablate").result(timeout=120)
+    assert session.prompt(CLEAN, ablate=HEADS[:1], key="bad-ablate").result(timeout=120).ablate == (HEADS[0],)
+
+
 def test_ablation_delta_matches_transformers(session, hf):
     delta = session.ablation(CLEAN, HEADS).result(timeout=120)
     clean = torch.softmax(_hf_run(hf.model, _ids(hf.tokenizer, CLEAN), []), dim=-1)

@@ -1,7 +1,12 @@
-"""The session on a real engine: one request per prompt feeds every panel; coalescing,
-error isolation; panel data held to transformers (float32, eager)."""
+"""The session on a real engine: the prompt request paints the explorer (windowed lens,
+one layer's quantised pattern, shapes from the description), a layer switch, a lens
+window and a value preview are one request each and cached; coalescing, dropped work,
+error isolation, the message-size refusal; panel data held to transformers (float32,
+eager)."""
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
@@ -10,10 +15,14 @@ import torch
 import devices
 from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import ProbeError, Superseded
+from nnterp_widgets.session import ProbeError, ResultTooLarge, Superseded
+from nnterp_widgets.session.panels import QUANT, THUMBNAIL_SIDE, mean_pool
+from nnterp_widgets.session.probe import MAX_RESULT_BYTES, pattern_payload
 from reference import hf_model, reference_attention, reference_values
+from traces import trace_values
 
 PROMPT = "The Eiffel Tower is in"
+LONGER = "The Eiffel Tower is in Paris and the Colosseum is in Rome"
 MARKUP = "Paris <img src=x onerror=alert(1)> is"
 
 
@@ -34,6 +43,23 @@ def _hf_lens(path: str, prompt: str) -> torch.Tensor:
     return torch.stack(rows)  # [layers, tokens, vocab]
 
 
+def _assert_lens(lens, expected: torch.Tensor) -> None:
+    top = expected[:, lens.start:lens.stop].topk(lens.top_ids.shape[-1], dim=-1)
+    np.testing.assert_array_equal(lens.top_ids, top.indices.cpu().numpy())
+    np.testing.assert_allclose(lens.top_probs, top.values.cpu().numpy(), atol=1e-5)
+
+
+def _arrays(obj) -> list:
+    """Every array-like field of a panel object (recursively)."""
+    found = []
+    for value in vars(obj).values():
+        if isinstance(value, (np.ndarray, torch.Tensor)):
+            found.append(value)
+        elif hasattr(value, "__dataclass_fields__"):
+            found.extend(_arrays(value))
+    return found
+
+
 def test_open_is_once_per_kernel(session):
     again = open_session("qwen2")
     assert again is session
@@ -41,13 +67,29 @@ def test_open_is_once_per_kernel(session):
 
 
 def test_lens_matches_transformers(session, result):
-    path = str(checkpoint("qwen2"))
-    lens = _hf_lens(path, PROMPT)
-    top = lens.topk(result.lens.top_ids.shape[-1], dim=-1)
-    np.testing.assert_array_equal(result.lens.top_ids, top.indices.cpu().numpy())
-    np.testing.assert_allclose(result.lens.top_probs, top.values.cpu().numpy(), atol=1e-5)
+    lens = _hf_lens(str(checkpoint("qwen2")), PROMPT)
+    assert (result.lens.start, result.lens.stop) == (0, len(result.tokens))  # shorter than the window
+    _assert_lens(result.lens, lens)
     tokenizer = session.tokenizer()
-    assert result.lens.top1_texts()[0][0] == tokenizer.decode([int(top.indices[0, 0, 0])])
+    assert result.lens.top1_texts()[0][0] == tokenizer.decode([int(result.lens.top_ids[0, 0, 0])])
+
+
+def test_windowed_lens_is_the_reference_at_those_positions(session):
+    expected = _hf_lens(str(checkpoint("qwen2")), LONGER)
+    narrow = session.prompt(LONGER, window=4).result(timeout=120)
+    count = len(narrow.tokens)
+    assert (narrow.lens.start, narrow.lens.stop) == (count - 4, count)  # the last positions
+    assert narrow.lens.top_ids.shape[:2] == (2, 4)
+    _assert_lens(narrow.lens, expected)
+    before = session.engine_requests
+    moved = session.lens(LONGER, 2, 7).result(timeout=120)
+    assert session.engine_requests - before == 1
+    assert (moved.start, moved.stop) == (2, 7)
+    _assert_lens(moved, expected)
+    again = session.lens(LONGER, 2, 7).result(timeout=5)
+    assert again is moved and session.engine_requests - before == 1  # cached
+    with pytest.raises(ProbeError, match="outside"):
+        session.lens(LONGER, 5, 500).result(timeout=60)
 
 
 def test_last_lens_row_is_the_models_prediction(result):
@@ -55,32 +97,88 @@ def test_last_lens_row_is_the_models_prediction(result):
     np.testing.assert_allclose(result.lens.top_probs[-1, -1], result.lens.model_top_probs, atol=1e-5)
 
 
-def test_patterns_match_transformers(result):
+def test_quantised_patterns_match_transformers(session, result):
     expected = reference_attention(str(checkpoint("qwen2")), "qwen2", PROMPT)
-    assert sorted(result.patterns) == [0, 1]
-    for layer, pattern in result.patterns.items():
+    assert result.pattern_layers == (0, 1)
+    assert result.attention.layer == 0  # the first layer unless told otherwise
+    before = session.engine_requests
+    panels = {0: result.attention, 1: session.attention(PROMPT, 1).result(timeout=120)}
+    assert session.engine_requests - before == 1  # layer 0 came with the prompt
+    for layer, panel in panels.items():
         want = expected[("attention_probabilities", layer)][0].cpu().numpy()
-        np.testing.assert_allclose(pattern, want, atol=1e-5)
-        panel = result.attention(layer)
-        np.testing.assert_array_equal(panel.head(1), pattern[1])
-        assert len(panel.to_bytes()) == pattern.size * 4
-    with pytest.raises(IndexError, match="no attention pattern for layer 7"):
-        result.attention(7)
+        assert panel.quantized.dtype == np.uint8 and panel.quantized.shape == want.shape
+        np.testing.assert_allclose(panel.pattern, want, atol=1 / QUANT)
+        np.testing.assert_array_equal(panel.head(1), panel.pattern[1])
+        # A short prompt's thumbnails are its exact probabilities.
+        np.testing.assert_allclose(panel.thumbnails, want, atol=1e-5)
+        assert len(panel.to_bytes()) == want.size  # one byte a cell
     with pytest.raises(IndexError, match="head 9 is out of range"):
-        result.attention(0).head(9)
+        result.attention.head(9)
+    with pytest.raises(ProbeError, match="no attention pattern for layer 7"):
+        session.attention(PROMPT, 7).result(timeout=60)
 
 
-def test_value_previews_match_transformers(session, result):
+def test_thumbnails_pool_like_the_grid():
+    probabilities = torch.softmax(torch.randn(1, 3, 150, 150, generator=torch.Generator().manual_seed(0)), dim=-1)
+    quantized, thumbnails = pattern_payload(probabilities)
+    assert quantized.dtype == torch.uint8 and thumbnails.shape == (3, 50, 50)
+    for head in range(3):
+        want = probabilities[0, head].numpy()
+        assert np.abs(quantized[head].numpy() / QUANT - want).max() <= 0.5 / QUANT + 1e-7
+        np.testing.assert_allclose(thumbnails[head].numpy(), mean_pool(want, THUMBNAIL_SIDE), atol=1e-6)
+
+
+def test_layer_switch_is_one_request_and_cached(session):
+    session.prompt(LONGER, key="switch").result(timeout=120)
+    before = session.engine_requests
+    first = session.attention(LONGER, 1, key="switch").result(timeout=120)
+    assert session.engine_requests - before == 1
+    assert session.attention(LONGER, 1, key="switch").result(timeout=5) is first
+    assert session.attention(LONGER, 0, key="switch").result(timeout=5).layer == 0  # came with the prompt
+    assert session.engine_requests - before == 1
+
+
+def test_values_are_numpy_on_the_cpu(session, result):
+    summary = session.value(PROMPT, "model.model.layers.1.layer_output").result(timeout=120)
+    lens = session.lens(PROMPT, 1, 3).result(timeout=120)
+    arrays = _arrays(result) + _arrays(summary) + _arrays(lens)
+    assert len(arrays) >= 9
+    assert all(isinstance(array, np.ndarray) for array in arrays), [type(a) for a in arrays]
+
+
+def test_value_previews_match_transformers(session):
     expected = reference_values(str(checkpoint("qwen2")), "qwen2", PROMPT)
     engine_path = "model.model.layers.1"
-    summary = result.values[f"{engine_path}.layer_output"]
+    summary = session.value(PROMPT, f"{engine_path}.layer_output").result(timeout=120)
     want = expected[("layer_output", 1)][0]
     assert summary.shape == tuple(expected[("layer_output", 1)].shape)
     np.testing.assert_allclose(summary.preview, want[:, : summary.preview.shape[1]].cpu().numpy(), atol=1e-4)
     assert summary.stats["max"] == pytest.approx(float(want.max()), abs=1e-4)
-    neurons = result.values[f"{engine_path}.mlp.mlp_neurons"]
+    neurons = session.value(PROMPT, f"{engine_path}.mlp.mlp_neurons").result(timeout=120)
     np.testing.assert_allclose(neurons.preview, expected[("mlp_neurons", 1)][0][:, :16].cpu().numpy(), atol=1e-4)
-    assert f"{engine_path}.mlp.mlp_activation" not in result.values  # unavailable: never read
+    before = session.engine_requests
+    assert session.value(PROMPT, f"{engine_path}.layer_output").result(timeout=5) is summary  # cached
+    assert session.engine_requests == before
+    with pytest.raises(ProbeError, match="a gated MLP on vLLM"):
+        session.value(PROMPT, f"{engine_path}.mlp.mlp_activation").result(timeout=60)
+
+
+def test_described_shapes_are_the_engines(session, result):
+    engine = session._engine()
+    saved = trace_values(engine, PROMPT)
+    shapes = result.shapes
+    count = len(result.tokens)
+    read = {
+        **{f"model.{name}": saved[name] for name in ("input_ids", "token_embeddings", "logits", "next_token_probs")},
+        "model.input_size": saved["input_size"],
+    }
+    for (name, layer), value in ((key, v) for key, v in saved.items() if isinstance(key, tuple)):
+        read[next(d.id for d in engine.describe() if d.layer == layer and d.name == name)] = value
+    for value_id, value in read.items():
+        expected = (len(value),) if isinstance(value, torch.Size) else tuple(value.shape)
+        assert shapes[value_id] == expected, value_id
+    assert shapes["model.model.layers.0.mlp.mlp_activation"] is None  # not served
+    assert shapes["model.model.layers.0.layer_output"] == (1, count, 128)
 
 
 def test_tree_shows_shapes_and_reasons(session, result):
@@ -97,11 +195,55 @@ def test_tree_shows_shapes_and_reasons(session, result):
     walk(root)
     tokens = len(result.tokens)
     assert values["model.model.layers.0.layer_output"]["shape"] == [1, tokens, 128]
+    assert values["model.model.layers.1.self_attn.attention_probabilities"]["shape"] == [1, 4, tokens, tokens]
     gated = values["model.model.layers.0.mlp.mlp_activation"]
     assert not gated["available"] and gated["reason"].startswith("a gated MLP on vLLM")
     assert values["model.lm_head_output"]["reason"].startswith("vLLM never calls lm_head")
     assert values["model.model.layers.0.self_attn.attention_probabilities"]["writable"] is False
     assert values["model.model.layers.0.self_attn.attention_queries"]["writable"] is True
+    layers = next(child for child in root["children"] if child["native"] == "model")["children"]
+    blocks = [node for node in layers if node["native"] == "layers"][0]["children"]
+    assert [block["repeat"]["index"] for block in blocks] == [0, 1]
+
+
+def test_description_follows_execution_order(session):
+    described = session.describe()
+    blocks = [v for v in described if v.layer == 0]
+    assert [v.name for v in blocks][0] == "layer_input" and blocks[-1].name == "layer_output"
+    assert [v.order for v in blocks] == sorted(v.order for v in blocks)
+    assert described[0].name == "input_ids" and described[-1].layer is None
+    support = session.support()
+    for value in described:
+        if value.layer == 0:
+            key = value.name if not value.part else f"{value.part}.{value.name}"
+            assert support[key] == value.reason, key
+        elif value.layer is None:
+            assert support[value.name] == value.reason, value.name
+
+
+def test_a_result_too_large_is_refused_and_the_next_request_succeeds(session):
+    session.max_result_bytes = 200
+    try:
+        with pytest.raises(ResultTooLarge, match="shorten the prompt.*still serving"):
+            session.prompt(LONGER, key="limit").result(timeout=60)
+        with pytest.raises(ResultTooLarge, match="narrow the lens window"):
+            session.lens(LONGER, 1, 11, key="limit").result(timeout=60)
+    finally:
+        session.max_result_bytes = MAX_RESULT_BYTES
+    assert session.prompt(LONGER, key="limit").result(timeout=120).tokens.texts[0] == "The"
+
+
+def test_a_new_prompt_drops_the_old_prompts_pending_work(session):
+    gate = threading.Event()
+    blocker = session.request("blocker", lambda engine: gate.wait(60))
+    pending = session.attention(MARKUP, 1, key="drop")
+    lens = session.lens(MARKUP, 0, 2, key="drop")
+    newer = session.prompt(PROMPT, key="drop")
+    gate.set()
+    blocker.result(timeout=60)
+    assert isinstance(pending.exception(timeout=60), Superseded)
+    assert isinstance(lens.exception(timeout=60), Superseded)
+    assert newer.result(timeout=120).prompt == PROMPT
 
 
 def test_rapid_prompts_coalesce_and_last_wins(session):

@@ -15,9 +15,15 @@ import pytest
 from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.widgets.figures import heatmap_matrix, lens_hover
-from reference import reference_attention
+from reference import reference_attention, reference_values
 
 PROMPT = "The Eiffel Tower is in"
+
+
+def _click(x):
+    from plotly.callbacks import Points
+
+    return Points(point_inds=[0], xs=[x], ys=[0], trace_name="t", trace_index=0)
 MARKUP = "Paris <img src=x onerror=alert(1)> is"
 
 
@@ -56,12 +62,53 @@ def test_one_request_feeds_every_panel(session, explorer):
 def test_attention_view_shows_the_engines_pattern(session, explorer):
     expected = reference_attention(str(checkpoint("qwen2")), "qwen2", PROMPT)
     view = explorer.attention
+    before = session.engine_requests
     view.layer, view.head = 1, 2
+    view.wait(120)
+    assert session.engine_requests - before == 1  # a layer switch: one request
     z = heatmap_matrix(view.figure.data[0])
-    np.testing.assert_allclose(z, expected[("attention_probabilities", 1)][0, 2].cpu().numpy(), atol=1e-5)
+    np.testing.assert_allclose(z, expected[("attention_probabilities", 1)][0, 2].cpu().numpy(), atol=1 / 255)
+    view.head = 0  # a head switch: none
+    view.layer = 0  # back to the prompt's layer: none
+    view.layer = 1  # and to layer 1 again: cached
+    view.wait(120)
+    assert session.engine_requests - before == 1
     view.layer = 9  # out of range: refused with a message, the view stays
     assert view.layer == 1 and "9" in view.message.value
-    np.testing.assert_array_equal(heatmap_matrix(view.figure.data[0]), z)
+    np.testing.assert_allclose(heatmap_matrix(view.figure.data[0]),
+                               expected[("attention_probabilities", 1)][0, 0].cpu().numpy(), atol=1 / 255)
+
+
+def test_a_new_prompt_keeps_the_layer_in_one_request(session, explorer):
+    explorer.attention.layer = 1
+    explorer.attention.wait(120)
+    before = session.engine_requests
+    explorer.prompt_box.value = "The Colosseum is in Rome"
+    result = explorer.wait(120)
+    assert session.engine_requests - before == 1
+    assert result.attention.layer == 1 and explorer.attention.panel is result.attention
+
+
+def test_lens_window_moves_by_buttons_and_slider(session, explorer):
+    long_prompt = " ".join(["The Eiffel Tower is in Paris"] * 7)
+    explorer.prompt_box.value = long_prompt
+    result = explorer.wait(120)
+    lens = explorer.lens
+    count = len(result.tokens)
+    assert count > 32 and (lens.panel.start, lens.panel.stop) == (count - 32, count)  # the last positions
+    assert lens.controls.layout.display != "none" and lens.later.disabled
+    before = session.engine_requests
+    lens.shift(-1)  # the ◀ button
+    panel = lens.wait(120)
+    assert (panel.start, panel.stop) == (0, 32) and lens.earlier.disabled
+    assert session.engine_requests - before == 1
+    expected = session.lens(long_prompt, 0, 32).result(5)  # cached: the same panel
+    assert expected is panel and session.engine_requests - before == 1
+    np.testing.assert_allclose(heatmap_matrix(lens.figure.data[0]), panel.top1_probs())
+    lens.window.value = (3, 9)  # the slider
+    assert (lens.wait(120).start, lens.panel.stop) == (3, 9)
+    lens.figure.data[0]._dispatch_on_click(_click(x=5), None)
+    assert explorer.selected_token == 5
 
 
 def test_lens_last_row_is_the_models_prediction(explorer):
@@ -81,16 +128,36 @@ def test_selecting_a_token_selects_it_everywhere(explorer):
     assert explorer.tree.selected_token == 1 == explorer.selected_token
 
 
-def test_tree_preview_is_the_engines_value(explorer):
+def test_tree_preview_is_the_engines_value(session, explorer):
     result = explorer.result
     value_id = "model.model.layers.1.layer_output"
+    expected = reference_values(str(checkpoint("qwen2")), "qwen2", PROMPT)[("layer_output", 1)]
+    before = session.engine_requests
     explorer.tree.selected = value_id
+    summary = explorer.tree.wait(120)
+    assert session.engine_requests - before == 1  # a click: one request
     preview = explorer.tree.preview
-    summary = result.values[value_id]
-    assert preview["shape"] == list(summary.shape)
+    assert preview["shape"] == list(expected.shape) == list(summary.shape)
     data = np.frombuffer(explorer.tree.preview_data, dtype="<f4").reshape(len(preview["rows"]), preview["cols"])
-    np.testing.assert_array_equal(data, summary.preview)
+    np.testing.assert_allclose(data, expected[0, :, : preview["cols"]].cpu().numpy(), atol=1e-4)
     assert preview["rows"] == list(result.tokens.texts)
+    explorer.tree.selected = ""
+    explorer.tree.selected = value_id  # again: cached
+    assert explorer.tree.wait(120) is summary and session.engine_requests - before == 1
+
+
+def test_tree_shapes_need_no_request(session, explorer):
+    count = len(explorer.result.tokens)
+    values = {}
+
+    def walk(node):
+        values.update({value["id"]: value for value in node["values"]})
+        for child in node["children"]:
+            walk(child)
+
+    walk(explorer.tree.tree[0])
+    assert values["model.model.layers.1.mlp.mlp_neurons"]["shape"] == [1, count, 256]
+    assert values["model.model.layers.0.self_attn.attention_scores"]["shape"] == [1, 4, count, count]
 
 
 def test_bad_input_shows_in_the_widget_and_the_engine_keeps_serving(session, explorer):

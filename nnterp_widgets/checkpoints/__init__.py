@@ -18,14 +18,14 @@ import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-from .specs import DEFAULT, TinySpec
+from .specs import BENCH_SPECS, DEFAULT, TinySpec
 
 #: Bumped whenever what a builder writes changes, so old caches are not reused.
 BUILDER_VERSION = 3
 #: Written last: a directory without it was interrupted and is rebuilt.
 COMPLETE = "nnterp_widgets_checkpoint.json"
 
-__all__ = ["DEFAULT", "TinySpec", "checkpoint", "cache_root", "specs"]
+__all__ = ["BENCH_SPECS", "DEFAULT", "TinySpec", "bench_checkpoint", "checkpoint", "cache_root", "specs"]
 
 
 def specs() -> dict[str, TinySpec]:
@@ -54,7 +54,20 @@ def checkpoint(name: str = DEFAULT, root: Path | str | None = None) -> Path:
         raise ValueError(
             f"no tiny checkpoint named {name!r}; the known ones are: {', '.join(sorted(known))}"
         )
-    spec = known[name]
+    return _cached(name, known[name], root)
+
+
+def bench_checkpoint(name: str = "qwen2_0.5b", root: Path | str | None = None) -> Path:
+    """The directory of bench checkpoint ``name`` (a key of `BENCH_SPECS`: a real model's
+    exact shape, seeded random weights, a few GB), built if missing."""
+    if name not in BENCH_SPECS:
+        raise ValueError(
+            f"no bench checkpoint named {name!r}; the known ones are: {', '.join(sorted(BENCH_SPECS))}"
+        )
+    return _cached(name, BENCH_SPECS[name], root)
+
+
+def _cached(name: str, spec: TinySpec, root: Path | str | None) -> Path:
     root = Path(root) if root is not None else cache_root()
     target = root / f"{name}-{_key(spec)}"
     if (target / COMPLETE).exists():
@@ -82,7 +95,8 @@ def _build(spec: TinySpec, directory: Path) -> None:
 
     from .tokenizer import SPECIAL, save_tokenizer
 
-    vocab_size = save_tokenizer(directory)
+    fields = dict(spec.config)
+    vocab_size = save_tokenizer(directory, fields.pop("vocab_size", None))
     from transformers import AutoTokenizer
 
     special = AutoTokenizer.from_pretrained(str(directory)).convert_tokens_to_ids(SPECIAL)
@@ -93,7 +107,7 @@ def _build(spec: TinySpec, directory: Path) -> None:
         eos_token_id=special,
         pad_token_id=special,
         initializer_range=spec.init_std,
-        **spec.config,
+        **fields,
     )
     config.dtype = "float32"
     generator = torch.Generator().manual_seed(spec.seed)

@@ -48,3 +48,30 @@ EXPERT_SIZE = 64
 
 #: The checkpoint the demo and most tests use.
 DEFAULT = "qwen2"
+
+
+# Bench checkpoints: real models' exact shapes with seeded random weights, for bench/
+# (never built by the tests: a few GB each).
+BENCH_SPECS: dict[str, TinySpec] = {
+    # Qwen2.5-0.5B: 24 layers, 14 query / 2 kv heads of 64, hidden 896, MLP 4,864, vocab
+    # 151,936 (the local tokenizer's ids, the rest decodable fillers), tied head, float32.
+    "qwen2_0.5b": TinySpec(
+        "qwen2",
+        dict(
+            hidden_size=896,
+            intermediate_size=4864,
+            num_hidden_layers=24,
+            num_attention_heads=14,
+            num_key_value_heads=2,
+            head_dim=64,
+            vocab_size=151936,
+            tie_word_embeddings=True,
+            rope_theta=1_000_000.0,
+            rms_norm_eps=1e-6,
+            max_position_embeddings=32768,
+            max_window_layers=24,
+            use_sliding_window=False,
+        ),
+        init_std=0.02,
+    ),
+}

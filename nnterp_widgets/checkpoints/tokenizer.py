@@ -36,8 +36,46 @@ def train_tokenizer(vocab_size: int = VOCAB_SIZE):
     )
 
 
-def save_tokenizer(directory: Path) -> int:
-    """Write the tokenizer into ``directory``; return its vocabulary size."""
+def padded(tokenizer, vocab_size: int):
+    """``tokenizer`` with its vocabulary filled up to ``vocab_size`` ids.
+
+    A real model's vocabulary (Qwen2's 151,936) is far more than the corpus trains. The
+    extra ids are byte-level tokens `` tok<id>`` with no merge reaching them: a prompt
+    never encodes to them, but the lens and the sampler may rank them, and they decode.
+    """
+    import json
+
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    state = json.loads(tokenizer.backend_tokenizer.to_str())
+    vocab = state["model"]["vocab"]
+    table = _byte_chars()
+    for index in range(len(vocab), vocab_size):
+        vocab["".join(table[b] for b in f" tok{index}".encode())] = index
+    backend = Tokenizer.from_str(json.dumps(state))
+    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token=SPECIAL, eos_token=SPECIAL,
+                                   pad_token=SPECIAL, unk_token=SPECIAL)
+
+
+def _byte_chars() -> dict[int, str]:
+    """GPT-2's byte-level table: byte -> the printable character standing for it."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    chars = printable[:]
+    extra = 0
+    for byte in range(256):
+        if byte not in printable:
+            printable.append(byte)
+            chars.append(256 + extra)
+            extra += 1
+    return {byte: chr(char) for byte, char in zip(printable, chars)}
+
+
+def save_tokenizer(directory: Path, vocab_size: int | None = None) -> int:
+    """Write the tokenizer into ``directory`` (padded to ``vocab_size`` ids if given);
+    return its vocabulary size."""
     tokenizer = train_tokenizer()
+    if vocab_size is not None and vocab_size > len(tokenizer):
+        tokenizer = padded(tokenizer, vocab_size)
     tokenizer.save_pretrained(str(directory))
     return len(tokenizer)

@@ -29,6 +29,7 @@ from ..components.vllm.values import (
 from ..families.vllm import Family, family_for
 from ..families.vllm.base import TRANSFORMERS
 from . import platform
+from .description import ModuleDescription, ValueDescription, describe_modules, describe_values
 
 #: Why there is no ``lm_head_output`` on vLLM.
 LM_HEAD = (
@@ -196,6 +197,11 @@ class StandardizedVLLM(VLLM):
         """How many workers the model is split across; every value is served whole."""
         return self._tensor_parallel_size
 
+    @property
+    def sizes(self) -> dict[str, int | None]:
+        """The standard sizes (``num_layers``, ``hidden_size``, ``num_heads`` ...)."""
+        return dict(self._sizes)
+
     num_layers = property(lambda self: self._sizes["num_layers"])
     hidden_size = property(lambda self: self._sizes["hidden_size"])
     num_heads = property(lambda self: self._sizes["num_heads"])
@@ -264,6 +270,17 @@ class StandardizedVLLM(VLLM):
         found = {name: ROOT_UNAVAILABLE.get(name) for name in ROOT_VALUES}
         found.update({name: block.get(name) for name in names})
         return found
+
+    # -- description -----------------------------------------------------------
+
+    def describe(self, tokens: int | None = None) -> tuple[ValueDescription, ...]:
+        """Every standard value, in execution order: availability and reason, writable,
+        order, token axis, and its shape for a prompt of ``tokens`` tokens. Runs nothing."""
+        return describe_values(self, ROOT_VALUES, tokens)
+
+    def describe_modules(self, tokens: int | None = None) -> tuple[ModuleDescription, ...]:
+        """The module tree, parents first, each module with its standard values."""
+        return describe_modules(self, self.describe(tokens))
 
     # -- methods ---------------------------------------------------------------
 

@@ -1,15 +1,19 @@
-"""The panels' data: plain immutable objects built from one prompt's engine request.
+"""The panels' data: plain immutable objects built from the session's engine requests.
 
 Each panel renders one of these and nothing else, so every number a widget shows can
-be tested here without a browser. Arrays are numpy; token text is data (a widget
-renders it as text, never as markup).
+be tested here without a browser. Arrays are numpy, on the CPU; token text is data (a
+widget renders it as text, never as markup).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
+
+#: A quantised pattern's cell is ``round(p * QUANT)`` in a uint8 (error at most 1/510).
+QUANT = 255
 
 
 @dataclass(frozen=True)
@@ -29,7 +33,7 @@ class Tokens:
 
 @dataclass(frozen=True)
 class ValueSummary:
-    """One standard value for the current prompt, as the module tree shows it.
+    """One standard value for a prompt, as the module tree previews it.
 
     ``preview`` is a small ``[rows, cols]`` float32 slice with token positions on the
     rows (``row_tokens`` says which), enough to see a value without shipping it whole.
@@ -46,12 +50,12 @@ class ValueSummary:
 
 @dataclass(frozen=True)
 class LensPanel:
-    """The logit lens: per layer and position, the top-k of ``project_on_vocab``.
+    """The logit lens over a window of positions: the top-k of ``project_on_vocab``.
 
-    ``top_ids`` / ``top_probs`` are ``[layers, positions, k]``; ``top_texts`` the
-    tokens' text. ``model_top_ids`` / ``model_top_probs`` are the model's own
-    prediction (its logits) at the last position, which the last row's last cell
-    equals.
+    ``top_ids`` / ``top_probs`` are ``[layers, window, k]`` for positions ``start ..
+    start + window - 1``; ``top_texts`` the tokens' text. ``model_top_ids`` /
+    ``model_top_probs`` are the model's own prediction (its logits) at the last
+    position, which the last row's cell there equals (when the window holds it).
     """
 
     tokens: Tokens
@@ -60,61 +64,145 @@ class LensPanel:
     top_texts: tuple[tuple[tuple[str, ...], ...], ...]
     model_top_ids: np.ndarray
     model_top_probs: np.ndarray
+    #: The first position of the window.
+    start: int = 0
+
+    def __post_init__(self) -> None:
+        layers, window, _ = self.top_probs.shape
+        if self.top_ids.shape != self.top_probs.shape:
+            raise ValueError(f"top_ids {self.top_ids.shape} and top_probs {self.top_probs.shape} differ")
+        if not 0 <= self.start <= self.start + window <= len(self.tokens):
+            raise ValueError(f"a lens window of {window} at {self.start} does not fit {len(self.tokens)} tokens")
 
     @property
     def num_layers(self) -> int:
         return int(self.top_ids.shape[0])
 
     @property
+    def stop(self) -> int:
+        """One past the window's last position."""
+        return self.start + int(self.top_ids.shape[1])
+
+    @property
+    def positions(self) -> range:
+        return range(self.start, self.stop)
+
+    @property
     def layer_labels(self) -> list[str]:
         return [f"layers[{i}]" for i in range(self.num_layers)]
 
     def top1_probs(self) -> np.ndarray:
-        """``[layers, positions]``: the colour of each cell."""
+        """``[layers, window]``: the colour of each cell."""
         return self.top_probs[..., 0]
 
     def top1_texts(self) -> list[list[str]]:
         return [[cell[0] for cell in row] for row in self.top_texts]
 
 
+def mean_pool(matrix: np.ndarray, max_side: int) -> np.ndarray:
+    """Mean over blocks so that neither side exceeds ``max_side``; float32.
+
+    Blocks are ``ceil(side / max_side)`` wide; the last block of a side may be narrower
+    and is averaged over what it holds (the engine's thumbnails pool the same way).
+    """
+    if max_side < 1:
+        raise ValueError(f"max_side must be >= 1, got {max_side}")
+    matrix = np.asarray(matrix)
+    rows, cols = matrix.shape
+    block_r = max(1, math.ceil(rows / max_side))
+    block_c = max(1, math.ceil(cols / max_side))
+    if block_r == 1 and block_c == 1:
+        return np.ascontiguousarray(matrix, dtype=np.float32)
+    starts_r = np.arange(0, rows, block_r)
+    starts_c = np.arange(0, cols, block_c)
+    sums = np.add.reduceat(np.add.reduceat(matrix.astype(np.float64), starts_r, axis=0), starts_c, axis=1)
+    sizes_r = np.diff(np.append(starts_r, rows))
+    sizes_c = np.diff(np.append(starts_c, cols))
+    return (sums / np.outer(sizes_r, sizes_c)).astype(np.float32)
+
+
+#: A head's thumbnail is at most this many cells a side.
+THUMBNAIL_SIDE = 64
+
+
 @dataclass(frozen=True)
 class AttentionPanel:
-    """One layer's prefill ``attention_probabilities``: ``pattern`` is ``[heads, query, key]``."""
+    """One layer's prefill ``attention_probabilities``.
+
+    ``quantized`` is ``[heads, query, key]`` uint8, ``round(p * 255)`` (one byte a
+    cell); ``thumbnails`` is ``[heads, rows, cols]`` float32, each head's exact
+    probabilities mean-pooled to at most `THUMBNAIL_SIDE` a side, for the head grid.
+    """
 
     tokens: Tokens
     layer: int
     num_layers: int
-    pattern: np.ndarray
+    quantized: np.ndarray
+    thumbnails: np.ndarray
+
+    def __post_init__(self) -> None:
+        count = len(self.tokens)
+        if self.quantized.dtype != np.uint8 or self.quantized.shape[1:] != (count, count):
+            raise ValueError(f"a pattern must be uint8 [heads, {count}, {count}]; got "
+                             f"{self.quantized.dtype} {list(self.quantized.shape)}")
+
+    @classmethod
+    def from_probabilities(cls, tokens: Tokens, layer: int, num_layers: int, pattern: np.ndarray) -> "AttentionPanel":
+        """A panel from float probabilities ``[heads, query, key]`` (quantised and pooled here)."""
+        pattern = np.asarray(pattern, dtype=np.float32)
+        quantized = np.rint(pattern * QUANT).astype(np.uint8)
+        thumbnails = np.stack([mean_pool(head, THUMBNAIL_SIDE) for head in pattern])
+        return cls(tokens, layer, num_layers, quantized, thumbnails)
 
     @property
     def num_heads(self) -> int:
-        return int(self.pattern.shape[0])
+        return int(self.quantized.shape[0])
 
     def head(self, index: int) -> np.ndarray:
+        """Head ``index``'s pattern, decoded to float32 ``[query, key]``."""
         if not 0 <= index < self.num_heads:
             raise IndexError(f"head {index} is out of range: layer {self.layer} has heads 0..{self.num_heads - 1}")
-        return self.pattern[index]
+        return self.quantized[index].astype(np.float32) / QUANT
+
+    @property
+    def pattern(self) -> np.ndarray:
+        """Every head decoded, float32 ``[heads, query, key]`` (4 bytes a cell: mind long prompts)."""
+        return self.quantized.astype(np.float32) / QUANT
 
     def to_bytes(self) -> bytes:
-        """The pattern as little-endian float32, row-major, for a binary message."""
-        return np.ascontiguousarray(self.pattern, dtype="<f4").tobytes()
+        """The quantised pattern, one byte a cell, row-major, for a binary message."""
+        return np.ascontiguousarray(self.quantized).tobytes()
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.quantized.nbytes + self.thumbnails.nbytes)
 
 
 @dataclass(frozen=True)
 class PromptResult:
-    """Everything one engine request for a prompt gave: it feeds every panel."""
+    """What one prompt request gave: what the explorer paints first.
+
+    The tokens, the lens over a window of positions (the model's own prediction
+    included), the shown layer's pattern, and the standard values' shapes for this
+    prompt (from the engine's description). Other layers, lens windows and value
+    previews are further requests (see `Session`).
+    """
 
     prompt: str
     tokens: Tokens
     lens: LensPanel
-    #: Layer -> ``[heads, query, key]`` float32; empty where the family has no pattern.
-    patterns: dict = field(default_factory=dict)
-    #: Value id (``model.model.layers.0.mlp.mlp_output``) -> summary.
-    values: dict = field(default_factory=dict)
+    #: The shown layer's pattern; ``None`` where the family serves none.
+    attention: AttentionPanel | None = None
+    #: The layers a pattern can be asked for (those serving ``attention_probabilities``).
+    pattern_layers: tuple[int, ...] = ()
+    #: Value id -> shape for this prompt (``None`` where unknown or not served).
+    shapes: dict = field(default_factory=dict)
+    #: Heads ablated for this prompt, ``((layer, head), ...)``.
+    ablate: tuple = ()
+    #: Bytes of the arrays the engine returned.
+    nbytes: int = 0
 
-    def attention(self, layer: int) -> AttentionPanel:
-        if layer not in self.patterns:
-            known = sorted(self.patterns)
-            span = f"layers {known[0]}..{known[-1]}" if known else "no layers"
-            raise IndexError(f"no attention pattern for layer {layer}; this prompt has {span}")
-        return AttentionPanel(self.tokens, layer, len(self.lens.top_ids), self.patterns[layer])
+    @property
+    def patterns(self) -> dict:
+        """``{layer: [heads, query, key] float32}`` of the layer this result holds."""
+        return {} if self.attention is None else {self.attention.layer: self.attention.pattern}

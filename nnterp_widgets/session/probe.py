@@ -1,115 +1,56 @@
-"""One engine request per prompt: every panel's data from a single trace.
+"""The engine requests behind the panels: what a view needs, and nothing it does not show.
 
-The trace reads, in execution order, every served standard value (summarised in the
-worker to shape, dtype, stats and a small preview, so a long prompt does not ship
-whole activations home), each layer's prefill pattern and each layer's logit lens.
+* `run_prompt`: one trace that paints the explorer: the tokens, the model's top-k
+  prediction, the logit lens over a window of positions (``project_on_vocab`` on those
+  positions only), and the shown layer's pattern, quantised to one byte a cell, with
+  per-head thumbnails for the head grid. The module tree's shapes come from the
+  engine's value descriptions, without a request.
+* `run_attention`: one layer's pattern (a layer switch); `run_lens`: another window of
+  the lens; `run_value`: one value's summary (a click in the module tree).
+
+Every tensor is moved to the CPU inside the trace, before it is saved, so it leaves the
+engine's worker as it will be used. Before a request runs, the size of what it returns
+is estimated: one that would come near vLLM's message limit is refused with a clear
+error, and the engine carries on.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from .panels import LensPanel, PromptResult, Tokens, ValueSummary
+from .panels import THUMBNAIL_SIDE, AttentionPanel, LensPanel, PromptResult, Tokens, ValueSummary
 
 #: Rows (token positions) and columns of a value's preview.
 PREVIEW_ROWS = 32
 PREVIEW_COLS = 16
 #: Top-k of each lens cell (hover) and of the model's own prediction.
 LENS_K = 5
-
-#: Standard values in execution order: (host, name, token axis).
-ROOT_BEFORE = (("input_ids", 1), ("input_size", 0), ("token_embeddings", 1))
-LAYER_ORDER = (
-    ("", "layer_input", 1),
-    ("self_attn", "attention_queries", 2),
-    ("self_attn", "attention_keys", 2),
-    ("self_attn", "attention_values", 2),
-    ("self_attn", "attention_scores", 2),
-    ("self_attn", "attention_probabilities", 2),
-    ("self_attn", "attention_head_outputs", 1),
-    ("self_attn", "attention_output", 1),
-    ("mlp", "mlp_neurons", 1),
-    ("mlp", "mlp_activation", 1),
-    ("mlp", "mlp_output", 1),
-    ("", "layer_output", 1),
-)
-ROOT_AFTER = (("logits", 1), ("next_token_probs", 0))
+#: Positions the lens shows unless told otherwise: the last ones.
+LENS_WINDOW = 32
+#: The widest lens window one request computes (each position costs a full-vocabulary
+#: projection per layer).
+MAX_LENS_WINDOW = 128
+#: vLLM's engine sends a request's output as one msgspec message, limited to 4 GiB; past
+#: it the engine's output thread dies and the request hangs.
+MESSAGE_LIMIT = 4 << 30
+#: What one request may return: a quarter of the message limit, leaving room for the
+#: pickling around the saved values and anything else the step's message carries.
+MAX_RESULT_BYTES = MESSAGE_LIMIT // 4
 
 
 class ProbeError(ValueError):
-    """A prompt the engine cannot take (empty, too long): said before any request."""
+    """A request the engine cannot take (an empty or too long prompt, a bad layer or
+    window, a result too large): said before any request reaches the engine."""
 
 
-@dataclass(frozen=True)
-class Read:
-    """One value the probe reads: its host envoy, name and the axis holding tokens."""
-
-    host: Any
-    name: str
-    axis: int
-
-    @property
-    def id(self) -> str:
-        return f"{self.host.path}.{self.name}"
+class ResultTooLarge(ProbeError):
+    """A request whose result would come near vLLM's message limit."""
 
 
-def plan(model) -> tuple[list[Read], list[list[Read]], list[Read]]:
-    """The served values a probe reads: before the layers, per layer, after."""
-
-    def served(host, name, axis):
-        return [Read(host, name, axis)] if host.unavailable_reason(name) is None else []
-
-    before = [r for name, axis in ROOT_BEFORE for r in served(model, name, axis)]
-    layers = []
-    for layer in model.layers:
-        reads = []
-        for child, name, axis in LAYER_ORDER:
-            host = getattr(layer, child) if child else layer
-            reads.extend(served(host, name, axis))
-        layers.append(reads)
-    after = [r for name, axis in ROOT_AFTER for r in served(model, name, axis)]
-    return before, layers, after
-
-
-def summarize(value: Any, axis: int, rows: int = PREVIEW_ROWS, cols: int = PREVIEW_COLS) -> dict:
-    """Shape, dtype, stats and a ``[rows, cols]`` preview (token positions on the rows).
-
-    Runs in the engine's worker, inside the trace.
-    """
-    if isinstance(value, torch.Size):
-        return {"shape": [len(value)], "dtype": "torch.Size", "stats": {}, "preview": torch.tensor([list(value)], dtype=torch.float32), "rows": [0], "total": len(value)}
-    tensor = value.detach()
-    as_float = tensor.float()
-    finite = as_float[torch.isfinite(as_float)]
-    stats = {
-        "min": float(finite.min()) if finite.numel() else None,
-        "max": float(finite.max()) if finite.numel() else None,
-        "mean": float(finite.mean()) if finite.numel() else None,
-        "norm": float(finite.norm()) if finite.numel() else None,
-    }
-    flat = as_float.squeeze(0) if as_float.dim() > 1 and as_float.shape[0] == 1 and axis > 0 else as_float
-    token_axis = axis - 1 if flat.dim() < as_float.dim() else axis
-    if flat.dim() == 1:
-        flat = flat.unsqueeze(-1) if token_axis == 0 else flat.unsqueeze(0)
-    else:
-        flat = flat.movedim(token_axis, 0).reshape(flat.shape[token_axis], -1)
-    positions = flat.shape[0]
-    keep = list(range(min(rows, positions)))
-    if positions > rows:  # the first rows and the last one, which is the one predicting
-        keep = keep[:-1] + [positions - 1]
-    preview = flat[keep, :cols].masked_fill(~torch.isfinite(flat[keep, :cols]), 0.0)
-    return {
-        "shape": list(tensor.shape),
-        "dtype": str(tensor.dtype).replace("torch.", ""),
-        "stats": stats,
-        "preview": preview.contiguous(),
-        "rows": keep,
-        "total": int(flat.shape[1]),
-    }
+# -- checks (client side, before any request) ----------------------------------------
 
 
 def check_prompt(model, prompt: str) -> list[int]:
@@ -126,64 +67,292 @@ def check_prompt(model, prompt: str) -> list[int]:
     return ids
 
 
-def probe(model, prompt: str, k: int = LENS_K) -> PromptResult:
-    """Run one trace on ``prompt`` and build every panel's data from it."""
-    check_prompt(model, prompt)
-    before, layers, after = plan(model)
+def lens_window(tokens: int, window: Any = None) -> tuple[int, int]:
+    """``(start, stop)`` of the lens for ``tokens`` positions.
+
+    ``window``: ``None`` (the last `LENS_WINDOW` positions), an int ``n`` (the last
+    ``n``), or ``(start, stop)``; at most `MAX_LENS_WINDOW` wide.
+    """
+    if window is None or isinstance(window, (int, np.integer)):
+        width = LENS_WINDOW if window is None else int(window)
+        if not 1 <= width <= MAX_LENS_WINDOW:
+            raise ProbeError(f"a lens window is 1..{MAX_LENS_WINDOW} positions wide; got {width}")
+        return max(0, tokens - width), tokens
+    start, stop = (int(n) for n in window)
+    if not 0 <= start < stop <= tokens:
+        raise ProbeError(f"lens window {start}..{stop} is outside this prompt's positions 0..{tokens}")
+    if stop - start > MAX_LENS_WINDOW:
+        raise ProbeError(f"lens window {start}..{stop} is {stop - start} positions wide; at most "
+                         f"{MAX_LENS_WINDOW} at once (each costs a full-vocabulary projection per layer)")
+    return start, stop
+
+
+def pattern_layers(model) -> tuple[int, ...]:
+    """The layers whose pattern the engine serves."""
+    return tuple(v.layer for v in model.describe() if v.name == "attention_probabilities" and v.available)
+
+
+def check_layer(model, layer: int) -> None:
+    layers = pattern_layers(model)
+    if layer not in layers:
+        span = f"layers {layers[0]}..{layers[-1]}" if layers else "no layer (this family serves no pattern)"
+        raise ProbeError(f"no attention pattern for layer {layer}: this model has a pattern on {span}")
+
+
+def pattern_bytes(heads: int, tokens: int) -> int:
+    """What one layer's quantised pattern and thumbnails weigh."""
+    side = min(tokens, THUMBNAIL_SIDE)
+    return heads * tokens * tokens + heads * side * side * 4
+
+
+def lens_bytes(layers: int, window: int, k: int = LENS_K) -> int:
+    return layers * window * k * (4 + 8)
+
+
+def check_size(estimate: int, limit: int, advice: str) -> None:
+    """Refuse, before running, a request whose result would be ``estimate`` bytes."""
+    if estimate > limit:
+        raise ResultTooLarge(
+            f"this request would return about {estimate / 2**20:,.1f} MiB, over the "
+            f"{limit / 2**20:,.1f} MiB one engine message may carry here (vLLM's limit is "
+            f"{MESSAGE_LIMIT / 2**30:.0f} GiB); {advice}. The engine is still serving."
+        )
+
+
+def check_ablate(model, ablate: Sequence) -> tuple[tuple[int, int], ...]:
+    """``ablate`` as sorted, distinct ``(layer, head)`` pairs, checked against the model."""
+    from .interventions import check_heads
+
+    return check_heads(model, ablate) if ablate else ()
+
+
+#: Values of a block that its own heads' ablation cannot change (read before the heads'
+#: outputs exist), so a request reading them ablates that block after the read.
+BEFORE_HEAD_OUTPUTS = ("layer_input", "attention_queries", "attention_keys", "attention_values",
+                       "attention_scores", "attention_probabilities", "attention_head_outputs")
+
+
+def _ablate(model, heads: tuple, layer: int) -> None:
+    """Zero ``heads``' outputs in block ``layer``: nnsight takes an invoke's reads and
+    writes in execution order, so ablation happens block by block between the reads."""
+    if any(index == layer for index, _ in heads):
+        from .interventions import ablate_heads
+
+        ablate_heads(model, heads, layer=layer)
+
+
+# -- in the engine's worker (called inside a trace) -----------------------------------
+
+
+def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax then top-k over the last axis, on the CPU."""
+    top = torch.softmax(logits.float(), dim=-1).topk(k, dim=-1)
+    return top.values.cpu(), top.indices.cpu()
+
+
+def pattern_payload(probabilities: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[1, heads, q, k]`` probabilities -> (uint8 ``round(p * 255)``, pooled thumbnails), on the CPU."""
+    pattern = probabilities[0].float()
+    quantized = (pattern * 255).round_().to(torch.uint8).cpu()
+    rows, cols = pattern.shape[-2:]
+    block = (-(-rows // THUMBNAIL_SIDE), -(-cols // THUMBNAIL_SIDE))
+    # ceil_mode with no padding averages a last, narrower block over what it holds
+    # (as panels.mean_pool does).
+    thumbnails = torch.nn.functional.avg_pool2d(pattern.unsqueeze(0), block, block, ceil_mode=True)[0]
+    return quantized, thumbnails.cpu()
+
+
+def summarize(value: Any, axis: int | None, rows: int = PREVIEW_ROWS, cols: int = PREVIEW_COLS) -> dict:
+    """Shape, dtype, stats and a ``[rows, cols]`` preview (token positions on the rows), on the CPU."""
+    if isinstance(value, torch.Size):
+        return {"shape": [len(value)], "dtype": "torch.Size", "stats": {},
+                "preview": torch.tensor([list(value)], dtype=torch.float32), "rows": [0], "total": len(value)}
+    tensor = value.detach()
+    as_float = tensor.float()
+    finite = as_float[torch.isfinite(as_float)]
+    stats = {
+        "min": float(finite.min()) if finite.numel() else None,
+        "max": float(finite.max()) if finite.numel() else None,
+        "mean": float(finite.mean()) if finite.numel() else None,
+        "norm": float(finite.norm()) if finite.numel() else None,
+    }
+    axis = 0 if axis is None else axis
+    flat = as_float.squeeze(0) if as_float.dim() > 1 and as_float.shape[0] == 1 and axis > 0 else as_float
+    token_axis = axis - 1 if flat.dim() < as_float.dim() else axis
+    if flat.dim() == 1:
+        flat = flat.unsqueeze(-1) if token_axis == 0 else flat.unsqueeze(0)
+    else:
+        flat = flat.movedim(token_axis, 0).reshape(flat.shape[token_axis], -1)
+    positions = flat.shape[0]
+    keep = list(range(min(rows, positions)))
+    if positions > rows:  # the first rows and the last one, which is the one predicting
+        keep = keep[:-1] + [positions - 1]
+    preview = flat[keep, :cols].masked_fill(~torch.isfinite(flat[keep, :cols]), 0.0)
+    return {
+        "shape": list(tensor.shape),
+        "dtype": str(tensor.dtype).replace("torch.", ""),
+        "stats": stats,
+        "preview": preview.contiguous().cpu(),
+        "rows": keep,
+        "total": int(flat.shape[1]),
+    }
+
+
+# -- the requests ------------------------------------------------------------------------
+
+
+def run_prompt(model, prompt: str, *, layer: int | None = None, window: Any = None, ablate: Sequence = (),
+               k: int = LENS_K, max_bytes: int = MAX_RESULT_BYTES) -> PromptResult:
+    """What the explorer paints first, for ``prompt``: one trace.
+
+    ``layer``: the layer whose pattern comes with it (the first that has one by
+    default); ``window``: the lens's positions (see `lens_window`); ``ablate``: heads
+    ``(layer, head)`` zeroed before the reads.
+    """
+    ids = check_prompt(model, prompt)
+    heads = check_ablate(model, ablate)
+    count = len(ids)
+    start, stop = lens_window(count, window)
+    layers = pattern_layers(model)
+    shown = (layers[0] if layers else None) if layer is None else int(layer)
+    if shown is not None:
+        check_layer(model, shown)
+    num_layers, k = model.num_layers, int(k)
+    estimate = lens_bytes(num_layers, stop - start, k) + count * 8
+    if shown is not None:
+        estimate += pattern_bytes(model.num_heads, count)
+    check_size(estimate, max_bytes, "shorten the prompt (the shown layer's pattern grows with the square of its length)")
     with model.trace(prompt, temperature=0.0, max_tokens=1):
         out = dict().save()
-        out["values"] = {}
+        out["input_ids"] = model.input_ids[0].cpu()
         out["lens"] = []
-        out["patterns"] = {}
-        for read in before:
-            value = getattr(read.host, read.name)
-            if read.name == "input_ids":
-                out["input_ids"] = value[0].tolist()
-            out["values"][read.id] = summarize(value, read.axis)
-        for index, reads in enumerate(layers):
-            for read in reads:
-                value = getattr(read.host, read.name)
-                if read.name == "attention_probabilities":
-                    out["patterns"][index] = value[0].float()
-                out["values"][read.id] = summarize(value, read.axis)
-            stream = model.layers[index].layer_output
-            top = torch.softmax(model.project_on_vocab(stream).float(), dim=-1)[0].topk(k, dim=-1)
-            out["lens"].append((top.values, top.indices))
-        for read in after:
-            value = getattr(read.host, read.name)
-            if read.name == "logits":
-                top = torch.softmax(value[0, -1].float(), dim=-1).topk(k)
-                out["model_top"] = (top.values, top.indices)
-            out["values"][read.id] = summarize(value, read.axis)
-    return _result(model, prompt, out)
+        for index in range(num_layers):
+            block = model.layers[index]
+            if index == shown:
+                out["pattern"] = pattern_payload(block.self_attn.attention_probabilities)
+            _ablate(model, heads, index)
+            out["lens"].append(top_k(model.project_on_vocab(block.layer_output[0, start:stop]), k))
+        out["model_top"] = top_k(model.logits[0, -1], k)
+    tokens = _tokens(model, out["input_ids"])
+    if len(tokens) != count:
+        raise ProbeError(f"the engine tokenised the prompt into {len(tokens)} tokens, the kernel into {count}")
+    lens = _lens(model, tokens, out["lens"], out["model_top"], start)
+    attention = _attention(tokens, shown, num_layers, out["pattern"]) if shown is not None else None
+    shapes = {value.id: value.shape for value in model.describe(count)}
+    nbytes = lens.top_ids.nbytes + lens.top_probs.nbytes + (attention.nbytes if attention is not None else 0)
+    return PromptResult(prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8))
 
 
-def _result(model, prompt: str, out: dict) -> PromptResult:
+#: The request's former name.
+probe = run_prompt
+
+
+def run_attention(model, prompt: str, layer: int, *, ablate: Sequence = (),
+                  max_bytes: int = MAX_RESULT_BYTES) -> AttentionPanel:
+    """Layer ``layer``'s pattern for ``prompt`` (a layer switch): one trace."""
+    ids = check_prompt(model, prompt)
+    heads = check_ablate(model, ablate)
+    layer = int(layer)
+    check_layer(model, layer)
+    check_size(pattern_bytes(model.num_heads, len(ids)), max_bytes,
+               "shorten the prompt (a layer's pattern grows with the square of its length)")
+    with model.trace(prompt, temperature=0.0, max_tokens=1):
+        out = dict().save()
+        out["input_ids"] = model.input_ids[0].cpu()
+        for index in range(layer):
+            _ablate(model, heads, index)
+        out["pattern"] = pattern_payload(model.layers[layer].self_attn.attention_probabilities)
+    return _attention(_tokens(model, out["input_ids"]), layer, model.num_layers, out["pattern"])
+
+
+def run_lens(model, prompt: str, start: int, stop: int, *, ablate: Sequence = (), k: int = LENS_K,
+             max_bytes: int = MAX_RESULT_BYTES) -> LensPanel:
+    """The lens over positions ``start .. stop - 1`` of ``prompt``: one trace."""
+    ids = check_prompt(model, prompt)
+    heads = check_ablate(model, ablate)
+    start, stop = lens_window(len(ids), (start, stop))
+    num_layers, k = model.num_layers, int(k)
+    check_size(lens_bytes(num_layers, stop - start, k), max_bytes, "narrow the lens window")
+    with model.trace(prompt, temperature=0.0, max_tokens=1):
+        out = dict().save()
+        out["input_ids"] = model.input_ids[0].cpu()
+        out["lens"] = []
+        for index in range(num_layers):
+            _ablate(model, heads, index)
+            out["lens"].append(top_k(model.project_on_vocab(model.layers[index].layer_output[0, start:stop]), k))
+        out["model_top"] = top_k(model.logits[0, -1], k)
+    return _lens(model, _tokens(model, out["input_ids"]), out["lens"], out["model_top"], start)
+
+
+def run_value(model, prompt: str, value_id: str, *, ablate: Sequence = (),
+              max_bytes: int = MAX_RESULT_BYTES) -> ValueSummary:
+    """A summary of one standard value (``model.model.layers.0.mlp.mlp_output``) for ``prompt``."""
+    check_prompt(model, prompt)
+    heads = check_ablate(model, ablate)
+    found = {value.id: value for value in model.describe()}
+    value = found.get(value_id)
+    if value is None:
+        raise ProbeError(f"no standard value {value_id!r} on this model")
+    if not value.available:
+        raise ProbeError(f"{value.standard_path} is not served on this engine: {value.reason}")
+    check_size(PREVIEW_ROWS * PREVIEW_COLS * 4, max_bytes, "ask for a smaller preview")
+    host, name, axis = value.host(model), value.name, value.token_axis
+    # Blocks ablated before the read: those before the value's own, and its own too
+    # where the value comes after the heads' outputs (root values: every block).
+    if value.layer is None:
+        before = model.num_layers if name in ("logits", "next_token_probs") else 0
+    else:
+        before = value.layer + (name not in BEFORE_HEAD_OUTPUTS)
+    with model.trace(prompt, temperature=0.0, max_tokens=1):
+        out = dict().save()
+        for index in range(before):
+            _ablate(model, heads, index)
+        out["summary"] = summarize(getattr(host, name), axis)
+    found = out["summary"]
+    return ValueSummary(
+        id=value_id,
+        shape=tuple(found["shape"]),
+        dtype=found["dtype"],
+        stats=found["stats"],
+        preview=_numpy(found["preview"], np.float32),
+        row_tokens=tuple(found["rows"]),
+        total_cols=found["total"],
+    )
+
+
+# -- building the panels (client side) -------------------------------------------------
+
+
+def _numpy(tensor: Any, dtype) -> np.ndarray:
+    """A returned tensor as a numpy array, whatever device it came back on."""
+    if isinstance(tensor, torch.Tensor):
+        tensor = tensor.detach().cpu().numpy()
+    return np.asarray(tensor).astype(dtype, copy=False)
+
+
+def _tokens(model, input_ids: Any) -> Tokens:
+    ids = tuple(int(i) for i in _numpy(input_ids, np.int64))
     tokenizer = model.tokenizer
-    ids = tuple(int(i) for i in out["input_ids"])
-    tokens = Tokens(ids, tuple(tokenizer.decode([i]) for i in ids))
-    probs = np.stack([p.numpy() for p, _ in out["lens"]]).astype(np.float32)
-    top_ids = np.stack([i.numpy() for _, i in out["lens"]]).astype(np.int64)
-    decode = {}
-    def text(i):
+    return Tokens(ids, tuple(tokenizer.decode([i]) for i in ids))
+
+
+def _attention(tokens: Tokens, layer: int, num_layers: int, payload: tuple) -> AttentionPanel:
+    quantized, thumbnails = payload
+    return AttentionPanel(tokens, layer, num_layers, _numpy(quantized, np.uint8), _numpy(thumbnails, np.float32))
+
+
+def _lens(model, tokens: Tokens, rows: list, model_top: tuple, start: int) -> LensPanel:
+    tokenizer = model.tokenizer
+    probs = np.stack([_numpy(p, np.float32) for p, _ in rows])
+    top_ids = np.stack([_numpy(i, np.int64) for _, i in rows])
+    decode: dict[int, str] = {}
+
+    def text(i: int) -> str:
         if i not in decode:
             decode[i] = tokenizer.decode([i])
         return decode[i]
+
     top_texts = tuple(tuple(tuple(text(int(i)) for i in cell) for cell in row) for row in top_ids)
-    model_probs, model_ids = out["model_top"]
-    lens = LensPanel(tokens, top_ids, probs, top_texts, model_ids.numpy().astype(np.int64),
-                     model_probs.numpy().astype(np.float32))
-    values = {
-        key: ValueSummary(
-            id=key,
-            shape=tuple(found["shape"]),
-            dtype=found["dtype"],
-            stats=found["stats"],
-            preview=found["preview"].numpy().astype(np.float32),
-            row_tokens=tuple(found["rows"]),
-            total_cols=found["total"],
-        )
-        for key, found in out["values"].items()
-    }
-    patterns = {layer: p.numpy().astype(np.float32) for layer, p in out["patterns"].items()}
-    return PromptResult(prompt, tokens, lens, patterns, values)
+    model_probs, model_ids = model_top
+    return LensPanel(tokens, top_ids, probs, top_texts, _numpy(model_ids, np.int64),
+                     _numpy(model_probs, np.float32), start)

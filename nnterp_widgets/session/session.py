@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .generation import GENERATE_TOKENS, follow, generate
 from .interventions import ablation, compare, patch
-from .probe import probe
+from . import probe
 from .status import STARTING, State, Status
 from .tree import build_tree
 from .worker import EngineWorker
@@ -28,6 +29,9 @@ from .worker import EngineWorker
 #: the checkpoint's own on a GPU: `platform.default_dtype`) unless given.
 DEFAULT_SETTINGS = {"gpu_memory_utilization": 0.3}
 EMBEDDED = "<embedded tiny checkpoint>"
+#: Layer patterns, lens windows and value previews kept per session (least recently
+#: used first out): going back to a layer or window costs no request.
+CACHE_ENTRIES = 32
 
 Listener = Callable[[Status], None]
 
@@ -87,6 +91,10 @@ class Session:
         self._progress = _StartProgress(str(model) if model else "the embedded tiny checkpoint") if progress else None
         self.started_at = time.monotonic()
         self.start_seconds: float | None = None
+        #: The most one request may return; lower it to see the refusal (tests do).
+        self.max_result_bytes = probe.MAX_RESULT_BYTES
+        self._cache: OrderedDict = OrderedDict()
+        self._cache_lock = threading.Lock()
         self._worker = EngineWorker(self._open_engine, self._status)
 
     # -- engine (worker thread only) -------------------------------------------------
@@ -155,9 +163,85 @@ class Session:
         """Run ``fn(engine)`` on the worker; coalesced per ``key`` (newest wins)."""
         return self._worker.submit(key, fn)
 
-    def prompt(self, text: str, key: str = "prompt") -> Future:
-        """One engine request for ``text``; resolves to a `PromptResult` for every panel."""
-        return self.request(key, lambda engine: probe(engine, text))
+    def prompt(self, text: str, key: str = "prompt", *, layer: int | None = None, window: Any = None,
+               ablate: Sequence = ()) -> Future:
+        """What the explorer paints for ``text``: one engine request, a `PromptResult`.
+
+        The tokens, the model's prediction, the lens over ``window`` (the last positions
+        by default), layer ``layer``'s pattern (the first by default) and the values'
+        shapes. ``key`` names the asker: its pending layer, lens and preview requests
+        for an older prompt are dropped, and what the result holds is cached for them.
+        """
+        self._worker.drop(lambda pending: pending.startswith(f"{key}:"))
+        heads = _heads(ablate)
+        limit = self.max_result_bytes
+        future = self.request(key, lambda engine: probe.run_prompt(
+            engine, text, layer=layer, window=window, ablate=heads, max_bytes=limit))
+
+        def remember(done: Future) -> None:
+            if done.cancelled() or done.exception() is not None:
+                return
+            result = done.result()
+            if result.attention is not None:
+                self._remember(("attention", text, heads, result.attention.layer), result.attention)
+            lens = result.lens
+            self._remember(("lens", text, heads, lens.start, lens.stop), lens)
+
+        future.add_done_callback(remember)
+        return future
+
+    def attention(self, text: str, layer: int, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
+        """Layer ``layer``'s `AttentionPanel` for ``text``: one request, cached."""
+        heads = _heads(ablate)
+        limit = self.max_result_bytes
+        return self._cached(("attention", text, heads, int(layer)), f"{key}:attention",
+                            lambda engine: probe.run_attention(engine, text, layer, ablate=heads, max_bytes=limit))
+
+    def lens(self, text: str, start: int, stop: int, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
+        """The `LensPanel` over positions ``start .. stop - 1`` of ``text``: one request, cached."""
+        heads = _heads(ablate)
+        limit = self.max_result_bytes
+        return self._cached(("lens", text, heads, int(start), int(stop)), f"{key}:lens",
+                            lambda engine: probe.run_lens(engine, text, start, stop, ablate=heads, max_bytes=limit))
+
+    def value(self, text: str, value_id: str, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
+        """A `ValueSummary` of one standard value for ``text`` (shape, dtype, stats, preview): cached."""
+        heads = _heads(ablate)
+        limit = self.max_result_bytes
+        return self._cached(("value", text, heads, value_id), f"{key}:value",
+                            lambda engine: probe.run_value(engine, text, value_id, ablate=heads, max_bytes=limit))
+
+    def _cached(self, entry: tuple, key: str, fn: Callable[[Any], Any]) -> Future:
+        with self._cache_lock:
+            if entry in self._cache:
+                self._cache.move_to_end(entry)
+                done: Future = Future()
+                done.set_result(self._cache[entry])
+                return done
+        future = self.request(key, fn)
+        future.add_done_callback(
+            lambda done: None if done.cancelled() or done.exception() is not None else self._remember(entry, done.result()))
+        return future
+
+    def _remember(self, entry: tuple, value: Any) -> None:
+        with self._cache_lock:
+            self._cache[entry] = value
+            self._cache.move_to_end(entry)
+            while len(self._cache) > CACHE_ENTRIES:
+                self._cache.popitem(last=False)
+
+    def tree(self, tokens: int | None = None) -> list[dict]:
+        """The module tree (plain dicts), with each value's shape for ``tokens`` tokens if given.
+
+        ``tokens`` may also be a `PromptResult` (its token count).
+        """
+        if tokens is not None and not isinstance(tokens, int):
+            tokens = len(tokens.tokens)
+        return build_tree(self._engine(), tokens)
+
+    def describe(self, tokens: int | None = None) -> tuple:
+        """The engine's value descriptions (see `StandardizedVLLM.describe`)."""
+        return self._engine().describe(tokens)
 
     # Interventions (issue 17): each one call on the worker; see `interventions`.
     def patch(self, clean: str, corrupted: str, answer, foil, site: str = "layer_output",
@@ -187,10 +271,6 @@ class Session:
         ``target`` (a token id or one token's text) at every layer and position."""
         return self.request(key, lambda engine: follow(engine, prompt, target))
 
-    def tree(self, result=None) -> list[dict]:
-        """The module tree (plain dicts), with shapes for ``result``'s prompt if given."""
-        return build_tree(self._engine(), result)
-
     def support(self) -> dict:
         return self._engine().support()
 
@@ -217,3 +297,12 @@ class Session:
             for key, session in list(self._sessions.items()):
                 if session is self:
                     del self._sessions[key]
+
+
+def _heads(ablate: Sequence) -> tuple:
+    """``ablate`` as a hashable key; what is not a list of ``(layer, head)`` pairs is kept
+    as its text, for the request's own check to refuse with its message."""
+    try:
+        return tuple(sorted({(int(layer), int(head)) for layer, head in ablate}))
+    except (TypeError, ValueError):
+        return tuple(repr(item) for item in ablate)

@@ -1,79 +1,50 @@
-"""The module tree the ModuleTree widget shows: plain dicts, built from the envoy tree.
+"""The module tree the ModuleTree widget shows: plain dicts, from the engine's description.
 
 Standard names come first (``layers[3].mlp``), each module lists the standard values
-it serves with availability and reason, and, once a prompt has run, each value's
-shape and dtype for it. Nothing here runs the engine.
+it serves with availability and reason and, given a prompt's token count, each value's
+shape (from the description: no engine request).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..components.vllm.attention import ATTENTION_VALUES
-from ..components.vllm.layer import LAYER_VALUES
-from ..components.vllm.mlp import MLP_VALUES
-from ..engine.standardized import ROOT_VALUES
-from .panels import PromptResult
 
-
-def _value_entry(host: Any, name: str, result: PromptResult | None) -> dict:
-    reason = host.unavailable_reason(name)
-    descriptor = getattr(type(host), name, None)
-    writable = reason is None and getattr(descriptor, "_write", None) is not None
-    value_id = f"{host.path}.{name}"
-    summary = result.values.get(value_id) if result is not None else None
+def _value_entry(value: Any) -> dict:
     return {
-        "id": value_id,
-        "name": name,
-        "available": reason is None,
-        "reason": reason,
-        "shape": list(summary.shape) if summary is not None else None,
-        "dtype": summary.dtype if summary is not None else None,
-        "writable": writable,
+        "id": value.id,
+        "name": value.name,
+        "available": value.available,
+        "reason": value.reason,
+        "shape": list(value.shape) if value.shape is not None else None,
+        "dtype": None,  # known once the value is previewed
+        "writable": value.writable,
     }
 
 
-def build_tree(model: Any, result: PromptResult | None = None) -> list[dict]:
-    """The tree of ``model`` (a `StandardizedVLLM`), one root node."""
-    standard: dict[str, tuple[str, tuple[str, ...]]] = {}
-    layers = model.layers
-    count = len(list(layers))
-    standard[layers.path] = ("layers", ())
-    for index, layer in enumerate(layers):
-        standard[layer.path] = (f"layers[{index}]", LAYER_VALUES)
-        standard[layer.self_attn.path] = (f"layers[{index}].self_attn", ATTENTION_VALUES)
-        standard[layer.mlp.path] = (f"layers[{index}].mlp", MLP_VALUES)
-    for name in ("embed_tokens", "norm", "lm_head"):
-        envoy = getattr(model, name, None)
-        if envoy is not None:
-            # A tied head is the embedding's own envoy (Gemma-2): keep the first name.
-            standard.setdefault(envoy.path, (name, ()))
-
-    def node(envoy: Any, native: str, repeat: dict | None) -> dict:
-        name, values = standard.get(envoy.path, (None, ()))
-        children = []
-        named = envoy._named_children()
-        for child_name, child in named:
-            if child.path != f"{envoy.path}.{child_name}":
-                continue  # a second path to a module listed elsewhere (tied weights)
-            child_repeat = None
-            if envoy.path == layers.path:
-                child_repeat = {"group": layers.path, "index": int(child_name), "count": count}
-            children.append(node(child, child_name, child_repeat))
-        return {
-            "id": envoy.path,
-            "name": name or native,
-            "native": native,
-            "type": type(envoy._module).__name__,
-            "standard": name is not None,
+def build_tree(model: Any, tokens: int | None = None) -> list[dict]:
+    """The tree of ``model`` (a `StandardizedVLLM`), one root node; shapes for ``tokens``."""
+    modules = model.describe_modules(tokens)
+    layers_path = model.layers.path
+    count = model.num_layers
+    nodes: dict[str, dict] = {}
+    for module in modules:
+        repeat = None
+        if module.parent == layers_path and module.layer is not None:
+            repeat = {"group": layers_path, "index": module.layer, "count": count}
+        node = {
+            "id": module.path,
+            "name": module.standard or module.native,
+            "native": module.native,
+            "type": module.type,
+            "standard": module.standard is not None,
             "repeat": repeat,
-            "values": [_value_entry(envoy, value, result) for value in values],
-            "children": children,
+            "values": [_value_entry(value) for value in module.values],
+            "children": [],
         }
-
-    root = node(model, "model", None)
-    root["name"] = "model"
-    root["standard"] = True
-    root["values"] = [_value_entry(model, name, result) for name in ROOT_VALUES]
+        nodes[module.path] = node
+        if module.parent is not None:
+            nodes[module.parent]["children"].append(node)
+    root = nodes[modules[0].path]
     root["tensor_parallel_size"] = model.tensor_parallel_size
     return [root]

@@ -83,6 +83,15 @@ class EngineWorker:
             self._lock.notify()
         return future
 
+    def drop(self, which: Callable[[str], bool]) -> int:
+        """Supersede every waiting request whose key ``which`` accepts; returns how many."""
+        with self._lock:
+            keys = [key for key in self._pending if which(key)]
+            for key in keys:
+                _, future = self._pending.pop(key)
+                future.set_exception(Superseded(f"a newer prompt replaced this {key!r} request"))
+        return len(keys)
+
     def pending(self) -> int:
         with self._lock:
             return len(self._pending)

@@ -1,21 +1,24 @@
 """AttentionView: one layer's attention pattern, one head large and all heads small.
 
-State and rendering only: the view is given :class:`~nnterp_widgets.session.panels.PromptResult`
-objects (``update``) and draws them with :mod:`.figures`; it never asks the engine for
-anything. Only the chosen layer's pattern goes to the browser: the chosen head at full
-resolution, and every head of that layer mean-pooled for the grid.
+State and rendering: the view shows the :class:`~nnterp_widgets.session.panels.AttentionPanel`
+a prompt's result came with (``update``), and a layer switch asks its ``session`` for
+that layer's panel (one engine request, cached by the session); a head switch, a click
+or a hover asks nothing. The chosen head is drawn at full resolution (decoded from the
+panel's one byte a cell), the grid from the panel's per-head thumbnails.
 
 Traits for the explorer to link (plain traitlets, Python side): ``layer``, ``head``,
 ``selected_token`` (query position, ``-1`` for none) and ``status``
 (``{"state": "idle" | "busy" | "error", "message": str}``). ``layer`` / ``head`` always
-name what is shown: an out-of-range value is refused by the traits' validators (the
+name what is asked for: an out-of-range value is refused by the traits' validators (the
 trait keeps its value, so nothing changes and the figure is left as it was) and the
 message line says why.
 """
 
 from __future__ import annotations
 
+import threading
 from functools import partial
+from typing import Any
 
 import ipywidgets
 import plotly.graph_objects as go
@@ -23,19 +26,33 @@ import traitlets
 
 from ..session.panels import AttentionPanel, PromptResult
 from .figures import attention_figure, head_grid_figure, selection_shapes
+from .lifecycle import KernelThread
 from .plot_panel import PlotPanel, clicked
 
 __all__ = ["AttentionView"]
 
 
 class AttentionView(PlotPanel):
-    """A layer / head picker, the chosen head's heatmap and a grid of all heads."""
+    """A layer / head picker, the chosen head's heatmap and a grid of all heads.
+
+    ``session``: where a layer switch asks for the layer's pattern (anything with
+    ``attention(text, layer, key, ablate=...) -> Future``, a `Session`); ``key`` names
+    this view's requests there.
+    """
 
     layer = traitlets.Int(0)
     head = traitlets.Int(0)
 
-    def __init__(self, result: PromptResult | None = None, layer: int = 0, head: int = 0, **kwargs):
+    def __init__(self, result: PromptResult | None = None, layer: int = 0, head: int = 0, *,
+                 session: Any = None, key: str = "attention", **kwargs):
         self._panel: AttentionPanel | None = None
+        self._notes: list = []
+        self.session = session
+        self.key = key
+        self._kernel = KernelThread()  # answers are shown from the kernel's thread
+        self._idle = threading.Event()
+        self._idle.set()
+        self._error: BaseException | None = None
         self.layer_input = ipywidgets.IntText(value=layer, description="layer", layout=ipywidgets.Layout(width="150px"))
         self.head_input = ipywidgets.IntText(value=head, description="head", layout=ipywidgets.Layout(width="150px"))
         self.range_label = ipywidgets.Label("")
@@ -64,46 +81,54 @@ class AttentionView(PlotPanel):
     @property
     def layers(self) -> list[int]:
         """The layers this prompt has a pattern for."""
-        return sorted(self._result.patterns) if self._result is not None else []
+        return list(self._result.pattern_layers) if self._result is not None else []
+
+    def wait(self, timeout: float | None = 300) -> AttentionPanel | None:
+        """Block until the asked-for layer is on screen (for scripts and tests)."""
+        if not self._idle.wait(timeout):
+            raise TimeoutError(f"no pattern from the engine within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        return self._panel
 
     def update(self, result: PromptResult) -> None:
         """Show a new prompt, keeping layer / head / selection where still valid, else clamping."""
         notes = []
-        layers = sorted(result.patterns)
-        layer, head, selected = self.layer, self.head, self.selected_token
+        layers = list(result.pattern_layers)
+        layer, selected = self.layer, self.selected_token
         count = len(result.tokens)
         self._result = result
+        self._panel = None
         if selected >= count:
             notes.append(f"selected token {selected} is past this {count}-token prompt; selected {count - 1}")
             selected = count - 1
         if not layers:
-            self._panel = None
             self._show(self.figure, go.Figure(layout=dict(title=dict(text="no attention pattern"))))
             self._show(self.grid, go.Figure())
             self.range_label.value = ""
             notes.insert(0, "this prompt has no attention pattern (the model family records none)")
-        else:
-            if layer not in result.patterns:
-                new = min(layers, key=lambda known: (abs(known - layer), known))
-                notes.append(f"layer {layer} is not in this prompt (layers {layers[0]}..{layers[-1]}); showing layers[{new}]")
-                layer = new
-            heads = int(result.patterns[layer].shape[0])
-            if not 0 <= head < heads:
-                new = min(max(head, 0), heads - 1)
-                notes.append(f"head {head} is out of range (layers[{layer}] has heads 0..{heads - 1}); showing head {new}")
-                head = new
+        elif self.session is None and result.attention is not None and result.attention.layer != layer:
+            # Nothing to ask a layer of: show the one the result came with.
+            if layer not in layers:
+                notes.append(f"layer {layer} is not in this prompt (layers {layers[0]}..{layers[-1]}); "
+                             f"showing layers[{result.attention.layer}]")
+            layer = result.attention.layer
+        elif layer not in layers:
+            new = min(layers, key=lambda known: (abs(known - layer), known))
+            notes.append(f"layer {layer} is not in this prompt (layers {layers[0]}..{layers[-1]}); showing layers[{new}]")
+            layer = new
         with self._hold():
-            self.layer, self.head, self.selected_token = layer, head, selected
+            self.layer, self.selected_token = layer, selected
         self._sync_inputs()
-        if layers:
-            self._render(new_prompt=True)
         self.message.value = "; ".join(notes)
+        if layers:
+            self._want(layer, notes)
 
     # ------------------------------------------------------------------ checks
 
     def _refuse(self, problem: str, kept):
         if self._panel is not None:
-            problem += f"; still showing layers[{self.layer}] head {self.head}"
+            problem += f"; still showing layers[{self._panel.layer}] head {self.head}"
         self.message.value = problem
         self._sync_inputs()
         return kept
@@ -114,9 +139,12 @@ class AttentionView(PlotPanel):
         if self._holding or self._result is None:
             return value  # no prompt yet: remembered, checked by the next update()
         layers = self.layers
-        if value not in self._result.patterns:
+        if value not in layers:
             span = f"layers {layers[0]}..{layers[-1]}" if layers else "no attention pattern"
             return self._refuse(f"layer {value} is out of range: this prompt has {span}", self.layer)
+        shown = self._result.attention
+        if self.session is None and (shown is None or shown.layer != value):
+            return self._refuse(f"layer {value} needs a session to ask the engine for it", self.layer)
         return value
 
     @traitlets.validate("head")
@@ -126,8 +154,59 @@ class AttentionView(PlotPanel):
             return value
         heads = self._panel.num_heads
         if not 0 <= value < heads:
-            return self._refuse(f"head {value} is out of range: layers[{self.layer}] has heads 0..{heads - 1}", self.head)
+            return self._refuse(f"head {value} is out of range: layers[{self._panel.layer}] has heads 0..{heads - 1}", self.head)
         return value
+
+    # ------------------------------------------------------------------ the layer's panel
+
+    def _want(self, layer: int, notes: list | None = None) -> None:
+        """Show ``layer``: from the prompt's result, else one session request."""
+        result = self._result
+        self._notes = list(notes or [])  # shown with the panel, when it lands
+        if result.attention is not None and result.attention.layer == layer:
+            self._land(result, layer, result.attention)
+            return
+        self._idle.clear()
+        self._error = None
+        self.set_status("busy", f"asking for layers[{layer}]")
+        try:
+            future = self.session.attention(result.prompt, layer, self.key, ablate=result.ablate)
+        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
+            self._failed(error)
+            return
+        future.add_done_callback(lambda done: self._kernel.call(self._landed, result, layer, done))
+
+    def _landed(self, result: PromptResult, layer: int, future) -> None:
+        if result is not self._result or layer != self.layer:
+            return  # a newer prompt or layer is on its way
+        if future.cancelled():
+            return
+        error = future.exception()
+        if error is not None:
+            if type(error).__name__ != "Superseded":
+                self._failed(error)
+            return
+        self._land(result, layer, future.result())
+        self.set_status("idle", "")
+
+    def _failed(self, error: BaseException) -> None:
+        self._error = error
+        self.set_status("error", f"{type(error).__name__}: {error}")
+        self._idle.set()
+
+    def _land(self, result: PromptResult, layer: int, panel: AttentionPanel) -> None:
+        notes, self._notes = self._notes, []
+        self._panel = panel
+        if not 0 <= self.head < panel.num_heads:
+            new = min(max(self.head, 0), panel.num_heads - 1)
+            notes.append(f"head {self.head} is out of range (layers[{layer}] has heads 0..{panel.num_heads - 1}); showing head {new}")
+            with self._hold():
+                self.head = new
+            self._sync_inputs()
+        self._render(new_panel=True)
+        if notes:
+            self.message.value = "; ".join(notes)
+        self._idle.set()
 
     # ------------------------------------------------------------------ rendering
 
@@ -135,21 +214,13 @@ class AttentionView(PlotPanel):
         self.layer_input.value = self.layer
         self.head_input.value = self.head
 
-    def _render(self, *, new_prompt: bool = False) -> None:
-        assert self._result is not None
-        layer = self.layer
-        layer_changed = new_prompt or self._panel is None or self._panel.layer != layer
-        if layer_changed:
-            self._panel = self._result.attention(layer)
-            if self.head >= self._panel.num_heads:  # layers with fewer heads
-                with self._hold():
-                    self.head = self._panel.num_heads - 1
-                self._sync_inputs()
-                self.message.value = f"layers[{layer}] has heads 0..{self._panel.num_heads - 1}; showing head {self.head}"
+    def _render(self, *, new_panel: bool = False) -> None:
         panel = self._panel
+        if panel is None:
+            return
         if self._show(self.figure, attention_figure(panel, self.head, self.selected_token)):
             self.figure.data[0].on_click(self._on_main_click)
-        if layer_changed:
+        if new_panel:
             self._show(self.grid, head_grid_figure(panel))
             for index, trace in enumerate(self.grid.data):  # each trace is one head
                 trace.on_click(partial(self._on_grid_click, index))
@@ -163,10 +234,13 @@ class AttentionView(PlotPanel):
 
     def _on_view_change(self, change) -> None:
         self._sync_inputs()
-        if self._holding or self._result is None or not self._result.patterns:
+        if self._holding or self._result is None or not self._result.pattern_layers:
             return
         self.message.value = ""
-        self._render()
+        if change["name"] == "layer":
+            self._want(self.layer)
+        else:
+            self._render()
 
     def _on_selected(self, change) -> None:
         if self._holding or self._panel is None:

@@ -1,8 +1,10 @@
 """`Explorer`: a prompt box and the three panels, linked around one prompt.
 
-A prompt change is one engine request (the session's probe) whose result feeds the
-module tree, the attention view and the lens; selecting a token in any panel selects
-it in all of them. Answers are shown from the kernel's thread (`KernelThread`), and
+A prompt change is one engine request (the session's prompt request) whose result
+paints the module tree, the attention view (at its current layer) and the lens; a layer
+switch, a lens window move or a value preview is one more request each (cached by the
+session), and a new prompt drops those still waiting for the old one. Selecting a token
+in any panel selects it in all of them. Answers are shown from the kernel's thread (`KernelThread`), and
 ``close()`` unsubscribes the explorer from its session.
 """
 
@@ -49,9 +51,9 @@ class Explorer(widgets.VBox):
                                        layout=widgets.Layout(width="70%"))
         self.run_button = widgets.Button(description="run", tooltip="run the prompt (Enter)")
         self.status_line = widgets.Label(value="")
-        self.tree = ModuleTree(self.session)
-        self.attention = AttentionView()
-        self.lens = LogitLens()
+        self.tree = ModuleTree(self.session, key=self._key)
+        self.attention = AttentionView(session=self.session, key=self._key)
+        self.lens = LogitLens(session=self.session, key=self._key)
         self.panels = (self.tree, self.attention, self.lens)
         for panel in self.panels:
             traitlets.link((self, "selected_token"), (panel, "selected_token"))
@@ -83,12 +85,17 @@ class Explorer(widgets.VBox):
         self._set_status(State.BUSY, "running…")
         self._future = None
         try:
-            future = self.session.prompt(prompt, key=self._key)
+            future = self.session.prompt(prompt, key=self._key, layer=self._layer())
         except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
             self._fail(run, error)
             return
         self._future = future
         future.add_done_callback(lambda done: self._kernel.call(self._landed, run, done))
+
+    def _layer(self) -> int | None:
+        """The attention view's layer, if it can come with the prompt (else the first)."""
+        layers = self.result.pattern_layers if self.result is not None else ()
+        return self.attention.layer if self.attention.layer in layers else None
 
     def wait(self, timeout: float | None = 300) -> PromptResult | None:
         """Block until the newest request has landed (for scripts and executed notebooks).
@@ -171,6 +178,7 @@ class Explorer(widgets.VBox):
 
         if self.result is None:
             raise RuntimeError("no prompt has landed yet: call explorer.wait() first")
-        return export_html(self.result, self.tree.tree, layer=self.attention.layer, head=self.attention.head,
+        return export_html(self.result, self.tree.tree, attention=self.attention.panel, head=self.attention.head,
+                           lens=self.lens.panel,
                            selected_token=self.selected_token, selected=self.tree.selected,
                            preview=self.tree.preview, preview_data=self.tree.preview_data, path=path)

@@ -25,7 +25,7 @@ from pathlib import Path
 import plotly.io as pio
 
 from ..session.generation import GenerationResult
-from ..session.panels import PromptResult
+from ..session.panels import AttentionPanel, LensPanel, PromptResult
 from .assets import JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM
 from .figures import attention_figure, lens_figure
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
@@ -86,8 +86,10 @@ def export_html(
     result: PromptResult,
     tree: Sequence[dict],
     *,
-    layer: int = 0,
+    layer: int | None = None,
     head: int = 0,
+    attention: AttentionPanel | None = None,
+    lens: LensPanel | None = None,
     selected_token: int = -1,
     selected: str = "",
     preview: dict | None = None,
@@ -97,20 +99,24 @@ def export_html(
     generation: GenerationResult | None = None,
     step: int | None = None,
 ) -> str:
-    """The page for ``result`` (its tree, ``layers[layer]`` head ``head``, its lens), and
-    `generation_section` of ``generation`` at ``step`` when given.
+    """The page for ``result``: its tree, head ``head`` of ``attention`` (a layer's panel;
+    the result's own by default, which ``layer`` must then name if given), ``lens`` (the
+    result's window by default), and `generation_section` of ``generation`` at ``step``
+    when given.
 
     ``selected``, ``preview`` and ``preview_data`` are the ModuleTree's (what its preview
     pane shows). Written to ``path`` (UTF-8) when given; the text is returned either way.
     """
     count = len(result.tokens)
     chosen = selected_token if 0 <= selected_token < count else -1
+    attention = attention if attention is not None else result.attention
+    if attention is not None and layer is not None and attention.layer != layer:
+        raise IndexError(f"no attention pattern for layer {layer} here; the view holds layers[{attention.layer}]")
+    lens = lens if lens is not None else result.lens
     figures = []
-    if result.patterns:
-        if layer not in result.patterns:
-            raise IndexError(f"no attention pattern for layer {layer}; this prompt has layers {sorted(result.patterns)}")
-        figures.append(("attention", attention_figure(result.attention(layer), head, chosen)))
-    figures.append(("lens", lens_figure(result.lens, chosen)))
+    if attention is not None:
+        figures.append(("attention", attention_figure(attention, head, chosen)))
+    figures.append(("lens", lens_figure(lens, chosen)))
     plots = _plots(figures)
     model = {
         "tree": list(tree),
@@ -122,7 +128,7 @@ def export_html(
         "selected_token": chosen,
         "theme": "light",
     }
-    view = f"layers[{layer}] head {head}" if result.patterns else "no attention pattern"
+    view = f"layers[{attention.layer}] head {head}" if attention is not None else "no attention pattern"
     body = [
         f'<p class="meta">prompt <code>{_e(result.prompt)}</code> · {count} tokens · {_e(view)}</p>',
         '<div id="nnw-tree"></div>',

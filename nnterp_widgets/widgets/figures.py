@@ -47,7 +47,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..session.panels import AttentionPanel, LensPanel
+from ..session.panels import AttentionPanel, LensPanel, mean_pool
 from .tokens import show_token
 
 __all__ = [
@@ -113,11 +113,12 @@ def tick_positions(count: int, max_labels: int = MAX_TICK_LABELS) -> list[int]:
     return list(range(0, count, step))
 
 
-def _token_axis(labels: Sequence[str], **extra) -> dict:
+def _token_axis(labels: Sequence[str], start: int = 0, **extra) -> dict:
+    """A token axis whose ``labels`` are positions ``start``, ``start + 1`` ..."""
     vals = tick_positions(len(labels))
     return dict(
         tickmode="array",
-        tickvals=vals,
+        tickvals=[start + i for i in vals],
         ticktext=[labels[i] for i in vals],
         showgrid=False,
         zeroline=False,
@@ -220,32 +221,11 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
     return go.Figure(data=traces, layout=layout)
 
 
-def mean_pool(matrix: np.ndarray, max_side: int) -> np.ndarray:
-    """Mean over blocks so that neither side exceeds ``max_side``; float32.
-
-    Blocks are ``ceil(side / max_side)`` wide; the last block of a side may be narrower
-    and is averaged over what it holds.
-    """
-    if max_side < 1:
-        raise ValueError(f"max_side must be >= 1, got {max_side}")
-    matrix = np.asarray(matrix)
-    rows, cols = matrix.shape
-    block_r = max(1, math.ceil(rows / max_side))
-    block_c = max(1, math.ceil(cols / max_side))
-    if block_r == 1 and block_c == 1:
-        return np.ascontiguousarray(matrix, dtype=np.float32)
-    starts_r = np.arange(0, rows, block_r)
-    starts_c = np.arange(0, cols, block_c)
-    sums = np.add.reduceat(np.add.reduceat(matrix.astype(np.float64), starts_r, axis=0), starts_c, axis=1)
-    sizes_r = np.diff(np.append(starts_r, rows))
-    sizes_c = np.diff(np.append(starts_c, cols))
-    return (sums / np.outer(sizes_r, sizes_c)).astype(np.float32)
-
-
-def head_grid_figure(panel: AttentionPanel, max_side: int = 64) -> go.Figure:
+def head_grid_figure(panel: AttentionPanel, max_side: int | None = None) -> go.Figure:
     """Small multiples: one heatmap per head of ``panel``'s layer, 4 to a row.
 
-    Each is :func:`mean_pool` ed to at most ``max_side × max_side``; one colour scale
+    Each is the head's thumbnail (its exact probabilities mean-pooled in the engine),
+    :func:`mean_pool` ed further to at most ``max_side`` a side if given; one colour scale
     (0..1) for all; hover shows only the head and the (pooled) weight. Trace ``h`` is
     head ``h``.
     """
@@ -262,7 +242,7 @@ def head_grid_figure(panel: AttentionPanel, max_side: int = 64) -> go.Figure:
     for h in range(heads):
         fig.add_trace(
             go.Heatmap(
-                z=mean_pool(panel.head(h), max_side),
+                z=panel.thumbnails[h] if max_side is None else mean_pool(panel.thumbnails[h], max_side),
                 coloraxis="coloraxis",
                 name=f"head {h}",
                 hovertemplate=f"head {h}<br>weight %{{z:.3f}}<extra></extra>",
@@ -315,11 +295,11 @@ def lens_hover(panel: LensPanel, layer: int, position: int) -> list[tuple[str, f
     """
     if not 0 <= layer < panel.num_layers:
         raise IndexError(f"layer {layer} is out of range: the lens has layers 0..{panel.num_layers - 1}")
-    positions = panel.top_ids.shape[1]
-    if not 0 <= position < positions:
-        raise IndexError(f"position {position} is out of range: the prompt has positions 0..{positions - 1}")
-    texts = panel.top_texts[layer][position]
-    probs = panel.top_probs[layer, position]
+    if position not in panel.positions:
+        raise IndexError(f"position {position} is out of range: the lens shows positions "
+                         f"{panel.start}..{panel.stop - 1}")
+    texts = panel.top_texts[layer][position - panel.start]
+    probs = panel.top_probs[layer, position - panel.start]
     return [(texts[i], _float32_value(probs[i])) for i in range(len(texts))]
 
 
@@ -331,7 +311,8 @@ def lens_width(count: int) -> int:
 
 
 def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
-    """Logit lens: layers (rows, ``layers[0]`` on top, last layer at the bottom) × positions.
+    """Logit lens: layers (rows, ``layers[0]`` on top, last layer at the bottom) × the
+    panel's window of positions (``x`` is the position in the prompt).
 
     Each cell is coloured by its top-1 probability (0..1) and labelled with the top-1
     token (escaped and cut to :data:`CELL_TEXT_CHARS`, ``text`` + ``texttemplate``; the
@@ -340,10 +321,9 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
     >= 0`` outlines that position's column.
     """
     layers, count, k = panel.top_probs.shape
-    if len(panel.tokens) != count:
-        raise ValueError(f"the lens has {count} positions but the prompt has {len(panel.tokens)} tokens")
+    start = panel.start
     z = np.ascontiguousarray(panel.top1_probs(), dtype=np.float32)
-    labels = [escape_token(text) for text in panel.tokens.texts]
+    labels = [escape_token(text) for text in panel.tokens.texts[start:start + count]]
     layer_labels = [escape_token(label) for label in panel.layer_labels]
     # The cells' labels, cut to CELL_TEXT_CHARS; drawn up to MAX_TICK_LABELS positions (past
     # that a cell is a few pixels wide and the hover is the way to read it).
@@ -359,7 +339,7 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
     lines = "".join(f"<br>%{{customdata[{2 + i}]}}  %{{customdata[{2 + k + i}]:.3f}}" for i in range(k))
     heatmap = go.Heatmap(
         z=z,
-        x=np.arange(count, dtype=np.int32),
+        x=np.arange(start, start + count, dtype=np.int32),
         y=np.arange(layers, dtype=np.int32),
         zmin=0.0,
         zmax=1.0,
@@ -372,8 +352,9 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
         hovertemplate="%{customdata[0]}, position %{x:d}: %{customdata[1]}" + lines + "<extra></extra>",
         name="logit lens",
     )
-    layout = lens_layout(labels, layer_labels, selected_token,
-                         title="logit lens: top-1 token per layer and position", revision="lens")
+    layout = lens_layout(labels, layer_labels,
+                         selected_token if selected_token in panel.positions else -1,
+                         title="logit lens: top-1 token per layer and position", revision="lens", start=start)
     return go.Figure(data=[heatmap], layout=layout)
 
 
@@ -498,20 +479,21 @@ def heatmap_matrix(trace, prop: str = "z") -> np.ndarray:
 
 
 def lens_layout(labels: Sequence[str], layer_labels: Sequence[str], selected: int = -1, *,
-                title: str, axis_title: str = "position", revision: str = "lens") -> dict:
+                title: str, axis_title: str = "position", revision: str = "lens", start: int = 0) -> dict:
     """The layout of a lens-shaped heatmap: layers (rows, ``layers[0]`` on top) x columns.
 
     ``labels`` / ``layer_labels`` are already escaped; ``selected >= 0`` outlines that
-    column; ``revision`` prefixes ``uirevision`` (kept while the grid's size is).
+    column; ``revision`` prefixes ``uirevision`` (kept while the grid's size is); the
+    columns are positions ``start`` onwards (a lens window).
     """
     count, layers = len(labels), len(layer_labels)
     return dict(
         title=dict(text=title),
-        xaxis=_token_axis(labels, title=dict(text=axis_title)),
+        xaxis=_token_axis(labels, start, title=dict(text=axis_title)),
         yaxis=dict(tickmode="array", tickvals=list(range(layers)), ticktext=list(layer_labels),
                    autorange="reversed", showgrid=False, zeroline=False),
-        shapes=selection_shapes(count, selected, row=False, column=True, rows=layers),
-        uirevision=f"{revision}:{count}:{layers}",
+        shapes=selection_shapes(start + count, selected, row=False, column=True, rows=layers),
+        uirevision=f"{revision}:{start}:{count}:{layers}",
         width=lens_width(count),
         height=max(300, 34 * layers + 200),
         margin=dict(l=90, r=20, t=50, b=90),

@@ -1,31 +1,64 @@
-"""LogitLens: the logit-lens heatmap (layers × positions) of one prompt.
+"""LogitLens: the logit-lens heatmap (layers × a window of positions) of one prompt.
 
-State and rendering only, like :class:`~nnterp_widgets.widgets.attention.AttentionView`:
-``update(result)`` draws ``result.lens`` with :func:`.figures.lens_figure`. Traits for
-the explorer to link: ``selected_token`` (position, ``-1`` for none; a click on a cell
-selects its position) and ``status`` (``{"state": "idle" | "busy" | "error",
-"message": str}``).
+State and rendering, like :class:`~nnterp_widgets.widgets.attention.AttentionView`:
+``update(result)`` draws ``result.lens`` with :func:`.figures.lens_figure`. On a prompt
+longer than the window, the window (the last positions by default) is moved with a
+range slider (drag it, or focus a handle and use the arrow keys) or the ◀ / ▶ buttons
+(a window's width at a time); each move asks the ``session`` for that window (one
+request, cached by the session). Traits for the explorer to link: ``selected_token``
+(position, ``-1`` for none; a click on a cell selects its position) and ``status``
+(``{"state": "idle" | "busy" | "error", "message": str}``).
 """
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
+import ipywidgets
 import plotly.graph_objects as go
 
-from ..session.panels import PromptResult
+from ..session.panels import LensPanel, PromptResult
 from .figures import lens_figure, selection_shapes
+from .lifecycle import KernelThread
 from .plot_panel import PlotPanel, clicked
 
 __all__ = ["LogitLens"]
 
 
 class LogitLens(PlotPanel):
-    """The logit lens of the current prompt, with a message line and a status line."""
+    """The logit lens of the current prompt, with a position window, a message line and a
+    status line. ``session``: where a moved window is asked for (anything with
+    ``lens(text, start, stop, key, ablate=...) -> Future``, a `Session`)."""
 
-    def __init__(self, result: PromptResult | None = None, **kwargs):
+    def __init__(self, result: PromptResult | None = None, *, session: Any = None, key: str = "lens", **kwargs):
+        self.session = session
+        self.key = key
+        self._panel: LensPanel | None = None
+        self._kernel = KernelThread()  # answers are shown from the kernel's thread
+        self._idle = threading.Event()
+        self._idle.set()
+        self._error: BaseException | None = None
+        self._moving = False
         self.figure = go.FigureWidget()
-        super().__init__([], [self.figure], **kwargs)
+        self.window = ipywidgets.IntRangeSlider(
+            value=(0, 1), min=0, max=1, step=1, description="positions", continuous_update=False,
+            layout=ipywidgets.Layout(width="60%"), tooltip="the lens's positions: drag, or arrow keys on a handle")
+        self.earlier = ipywidgets.Button(description="◀", tooltip="earlier positions", layout=ipywidgets.Layout(width="40px"))
+        self.later = ipywidgets.Button(description="▶", tooltip="later positions", layout=ipywidgets.Layout(width="40px"))
+        self.controls = ipywidgets.HBox([self.earlier, self.window, self.later])
+        self.controls.layout.display = "none"  # shown when the prompt is longer than the window
+        super().__init__([self.controls], [self.figure], **kwargs)
+        self.window.observe(self._on_window, "value")
+        self.earlier.on_click(lambda button: self.shift(-1))
+        self.later.on_click(lambda button: self.shift(1))
         if result is not None:
             self.update(result)
+
+    @property
+    def panel(self) -> LensPanel | None:
+        """The lens on screen."""
+        return self._panel
 
     def update(self, result: PromptResult) -> None:
         """Show a new prompt's lens; a selection past its end is clamped to the last token."""
@@ -38,18 +71,90 @@ class LogitLens(PlotPanel):
         self._result = result
         with self._hold():
             self.selected_token = selected
-        if self._show(self.figure, lens_figure(result.lens, selected)):
-            self.figure.data[0].on_click(self._on_click)
+        self._show_lens(result.lens)
         self.message.value = note
 
+    def wait(self, timeout: float | None = 300) -> LensPanel | None:
+        """Block until the asked-for window is on screen (for scripts and tests)."""
+        if not self._idle.wait(timeout):
+            raise TimeoutError(f"no lens from the engine within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        return self._panel
+
+    def shift(self, direction: int) -> None:
+        """Move the window by its own width, earlier (-1) or later (+1), within the prompt."""
+        if self._panel is None:
+            return
+        width = self._panel.stop - self._panel.start
+        count = len(self._panel.tokens)
+        start = min(max(0, self._panel.start + direction * width), count - width)
+        self.window.value = (start, start + width)
+
+    # ------------------------------------------------------------------ the window
+
+    def _show_lens(self, lens: LensPanel) -> None:
+        self._panel = lens
+        count = len(lens.tokens)
+        self._moving = True
+        try:
+            self.window.max = count
+            self.window.value = (lens.start, lens.stop)
+        finally:
+            self._moving = False
+        self.controls.layout.display = "none" if (lens.start, lens.stop) == (0, count) else ""
+        self.earlier.disabled = lens.start == 0
+        self.later.disabled = lens.stop == count
+        if self._show(self.figure, lens_figure(lens, self.selected_token)):
+            self.figure.data[0].on_click(self._on_click)
+        self._idle.set()
+
+    def _on_window(self, change) -> None:
+        if self._moving or self._result is None:
+            return
+        start, stop = change["new"]
+        if stop <= start:
+            return
+        if self.session is None:
+            self.message.value = "moving the lens window needs a session to ask the engine"
+            return
+        result = self._result
+        self._idle.clear()
+        self._error = None
+        self.set_status("busy", f"asking for positions {start}..{stop - 1}")
+        try:
+            future = self.session.lens(result.prompt, start, stop, self.key, ablate=result.ablate)
+        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
+            self._failed(error)
+            return
+        future.add_done_callback(lambda done: self._kernel.call(self._landed, result, (start, stop), done))
+
+    def _landed(self, result: PromptResult, window: tuple, future) -> None:
+        if result is not self._result or tuple(self.window.value) != window or future.cancelled():
+            return  # a newer prompt or window is on its way
+        error = future.exception()
+        if error is not None:
+            if type(error).__name__ != "Superseded":
+                self._failed(error)
+            return
+        self._show_lens(future.result())
+        self.message.value = ""
+        self.set_status("idle", "")
+
+    def _failed(self, error: BaseException) -> None:
+        self._error = error
+        self.set_status("error", f"{type(error).__name__}: {error}")
+        self._idle.set()
+
+    # ------------------------------------------------------------------ events
+
     def _on_selected(self, change) -> None:
-        if self._holding or self._result is None:
+        if self._holding or self._panel is None:
             return
         self.message.value = ""
-        lens = self._result.lens
-        self.figure.layout.shapes = selection_shapes(
-            len(lens.tokens), change["new"], row=False, column=True, rows=lens.num_layers
-        )
+        lens = self._panel
+        selected = change["new"] if change["new"] in lens.positions else -1
+        self.figure.layout.shapes = selection_shapes(lens.stop, selected, row=False, column=True, rows=lens.num_layers)
 
     def _on_click(self, trace, points, state=None) -> None:
         """Click on a cell: select its position (the column)."""

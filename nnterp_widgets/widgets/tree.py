@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import threading
 from typing import Any
 
 import anywidget
@@ -20,8 +21,9 @@ class ModuleTree(anywidget.AnyWidget):
     """The module tree of the session's model.
 
     Unavailable values are greyed with their reason on hover; clicking a served value
-    previews it for the current prompt. ``ModuleTree(session, prompt="...")`` runs its
-    own prompt; inside an `Explorer` the explorer feeds it.
+    previews it for the current prompt (one engine request, cached by the session; the
+    shapes come from the engine's description, without one). ``ModuleTree(session,
+    prompt="...")`` runs its own prompt; inside an `Explorer` the explorer feeds it.
     """
 
     _esm = MODULE_TREE_ESM
@@ -36,11 +38,15 @@ class ModuleTree(anywidget.AnyWidget):
     #: The page's theme as the front end sees it ("light" / "dark"); JS writes it.
     theme = traitlets.Unicode("light").tag(sync=True)
 
-    def __init__(self, session: Session | None = None, prompt: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, session: Session | None = None, prompt: str | None = None, *, key: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.session = session if session is not None else Session.open()
         self.result: PromptResult | None = None
-        self._key = f"tree-{next(_ids)}"
+        self.summary = None  # the previewed value's ValueSummary
+        self._key = key if key is not None else f"tree-{next(_ids)}"
+        self._idle = threading.Event()
+        self._idle.set()
         self._kernel = KernelThread()
         self._closed = False
         self.observe(self._on_selected, names="selected")
@@ -77,15 +83,22 @@ class ModuleTree(anywidget.AnyWidget):
         self.update(future.result())
 
     def update(self, result: PromptResult) -> None:
-        """Show ``result``'s prompt: shapes on every value, token chips, fresh preview."""
+        """Show ``result``'s prompt: shapes on every value (from the engine's description),
+        token chips, and the selected value's preview asked for again."""
         self.result = result
         with self.hold_sync():
-            self.tree = self.session.tree(result)
+            self.tree = self.session.tree(len(result.tokens))
             self.prompt_tokens = list(result.tokens.texts)
             if self.selected_token >= len(result.tokens):
                 self.selected_token = -1
-            self._send_preview()
             self.status = IDLE.to_json()
+        self._ask_preview()
+
+    def wait(self, timeout: float | None = 300):
+        """Block until the asked-for preview has landed (for scripts and tests)."""
+        if not self._idle.wait(timeout):
+            raise TimeoutError(f"no preview from the engine within {timeout} s")
+        return self.summary
 
     def set_status(self, state: State | str, message: str = "") -> None:
         """Show a `Status` (``"idle"``, ``"busy"`` or ``"error"``, and its message)."""
@@ -97,25 +110,54 @@ class ModuleTree(anywidget.AnyWidget):
         super().close()
 
     def _on_selected(self, change) -> None:
-        self._send_preview()
+        self._ask_preview()
 
-    def _send_preview(self) -> None:
-        summary = self.result.values.get(self.selected) if self.result is not None else None
-        if summary is None:
-            self.preview, self.preview_data = {}, b""
+    def _ask_preview(self) -> None:
+        """One request for the selected value's summary (cached by the session)."""
+        result, selected = self.result, self.selected
+        self.summary = None
+        self.preview, self.preview_data = {}, b""
+        if result is None or not selected:
+            self._idle.set()  # nothing to wait for
             return
-        texts = self.result.tokens.texts
+        self._idle.clear()
+        self.set_status(State.BUSY, "previewing the value")
+        try:
+            future = self.session.value(result.prompt, selected, self._key, ablate=result.ablate)
+        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
+            self.set_status(State.ERROR, f"{type(error).__name__}: {error}")
+            self._idle.set()
+            return
+        future.add_done_callback(lambda done: self._kernel.call(self._preview_landed, result, selected, done))
+
+    def _preview_landed(self, result: PromptResult, selected: str, future) -> None:
+        if self._closed or result is not self.result or selected != self.selected or future.cancelled():
+            return  # a newer prompt or selection is on its way
+        error = future.exception()
+        if error is not None:
+            if not isinstance(error, Superseded):
+                self.set_status(State.ERROR, f"{type(error).__name__}: {error}")
+                self._idle.set()
+            return
+        self._send_preview(result, future.result())
+        self.set_status(State.IDLE)
+        self._idle.set()
+
+    def _send_preview(self, result: PromptResult, summary) -> None:
+        self.summary = summary
+        texts = result.tokens.texts
         rows = [texts[i] if i < len(texts) else str(i) for i in summary.row_tokens]
         if summary.shape and len(summary.shape) >= 2 and summary.shape[1] != len(texts):
             rows = [str(i) for i in summary.row_tokens]  # not a per-token value (logits)
-        self.preview = {
-            "id": summary.id,
-            "shape": list(summary.shape),
-            "dtype": summary.dtype,
-            "stats": summary.stats,
-            "rows": rows,
-            "row_tokens": list(summary.row_tokens),
-            "cols": int(summary.preview.shape[1]),
-            "total_cols": summary.total_cols,
-        }
-        self.preview_data = np.ascontiguousarray(summary.preview, dtype="<f4").tobytes()
+        with self.hold_sync():
+            self.preview = {
+                "id": summary.id,
+                "shape": list(summary.shape),
+                "dtype": summary.dtype,
+                "stats": summary.stats,
+                "rows": rows,
+                "row_tokens": list(summary.row_tokens),
+                "cols": int(summary.preview.shape[1]),
+                "total_cols": summary.total_cols,
+            }
+            self.preview_data = np.ascontiguousarray(summary.preview, dtype="<f4").tobytes()

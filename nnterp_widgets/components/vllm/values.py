@@ -9,7 +9,8 @@ maps the new value the same way, after checking it keeps the value's shape.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional
 
 import torch
 from nnsight.intervention.eproperty import eproperty
@@ -24,6 +25,71 @@ Write = Callable[[Any, Any, Any], Any]
 
 def _shape(value: Any) -> Optional[tuple]:
     return tuple(value.shape) if isinstance(value, torch.Tensor) else None
+
+
+Sizes = Mapping[str, Optional[int]]
+
+
+@dataclass(frozen=True)
+class ValueFacts:
+    """What is true of a standard value whatever the family: where it comes in a forward
+    pass, which axis holds the tokens, and its shape for a prompt of ``tokens`` tokens."""
+
+    #: Execution order: root values below `LAYER_ORDER_START` come before the blocks, those
+    #: from `LAYER_ORDER_END` after them; a block's values between, in the order they run
+    #: (a trace must read them in this order).
+    order: int
+    #: The axis holding token positions (``None``: no such axis).
+    token_axis: Optional[int]
+    #: ``shape(sizes, tokens)``: the engine's standard sizes (``hidden_size`` ...) -> shape.
+    shape_of: Callable[[Sizes, int], tuple]
+
+    def shape(self, sizes: Sizes, tokens: int) -> Optional[tuple]:
+        """The value's shape, or ``None`` where a size it needs is unknown."""
+        try:
+            shape = tuple(self.shape_of(sizes, tokens))
+        except (KeyError, TypeError):
+            return None
+        return shape if all(isinstance(n, int) for n in shape) else None
+
+
+LAYER_ORDER_START = 10
+LAYER_ORDER_END = 30
+
+
+def _per_token(size: str):
+    return lambda sizes, tokens: (1, tokens, sizes[size])
+
+
+def _per_head(heads: str):
+    return lambda sizes, tokens: (1, sizes[heads], tokens, sizes["head_dim"])
+
+
+#: Every standard value's facts, by name (said once; `StandardValue` and `unavailable`
+#: carry them, the engine's description reads them).
+FACTS: dict[str, ValueFacts] = {
+    "input_ids": ValueFacts(0, 1, lambda sizes, tokens: (1, tokens)),
+    "input_size": ValueFacts(1, None, lambda sizes, tokens: (2,)),
+    "attention_mask": ValueFacts(2, 1, lambda sizes, tokens: (1, tokens)),
+    "token_embeddings": ValueFacts(3, 1, _per_token("hidden_size")),
+    "layer_input": ValueFacts(10, 1, _per_token("hidden_size")),
+    "attention_queries": ValueFacts(11, 2, _per_head("num_heads")),
+    "attention_keys": ValueFacts(12, 2, _per_head("num_kv_heads")),
+    "attention_values": ValueFacts(13, 2, _per_head("num_kv_heads")),
+    "attention_scores": ValueFacts(14, 2, lambda sizes, tokens: (1, sizes["num_heads"], tokens, tokens)),
+    "attention_probabilities": ValueFacts(15, 2, lambda sizes, tokens: (1, sizes["num_heads"], tokens, tokens)),
+    "attention_head_outputs": ValueFacts(
+        16, 1, lambda sizes, tokens: (1, tokens, sizes["num_heads"], sizes["head_dim"])),
+    "attention_output": ValueFacts(17, 1, _per_token("hidden_size")),
+    "mlp_neurons": ValueFacts(18, 1, _per_token("intermediate_size")),
+    "mlp_activation": ValueFacts(19, 1, _per_token("intermediate_size")),
+    "mlp_output": ValueFacts(20, 1, _per_token("hidden_size")),
+    "layer_output": ValueFacts(21, 1, _per_token("hidden_size")),
+    # vLLM computes the logits of the last position only.
+    "logits": ValueFacts(30, 1, lambda sizes, tokens: (1, 1, sizes["vocab_size"])),
+    "next_token_probs": ValueFacts(31, None, lambda sizes, tokens: (1, sizes["vocab_size"])),
+    "lm_head_output": ValueFacts(32, 1, _per_token("vocab_size")),
+}
 
 
 class StandardValue(eproperty):
@@ -59,6 +125,15 @@ class StandardValue(eproperty):
         self._preprocess = self._private
         if write is not None:
             self._transform = self._write_back
+
+    @property
+    def facts(self) -> ValueFacts:
+        return FACTS[self.name]
+
+    @property
+    def writable(self) -> bool:
+        """Whether the value can be assigned or edited in place (where it is served)."""
+        return self._write is not None
 
     # The location is the host's own sub-module's, not "{host.path}.{name}".
     def _location(self, obj: Any) -> str:
@@ -106,13 +181,24 @@ class StandardValue(eproperty):
         Mediator.swap(location, self._write(obj, raw, value))
 
 
+class Unserved(property):
+    """A value this engine never serves (see `unavailable`); it still has its facts."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        def fail(envoy, *args):
+            raise Unavailable(envoy.path, name, reason)
+
+        super().__init__(fail, fail, doc=f"{name}: not available ({reason})")
+        self.name = name
+        self.reason = reason
+
+    facts = StandardValue.facts
+    writable = False
+
+
 def unavailable(name: str, reason: str) -> property:
     """A value this engine never serves: reading or writing raises `Unavailable`."""
-
-    def fail(self, *args):
-        raise Unavailable(self.path, name, reason)
-
-    return property(fail, fail, doc=f"{name}: not available ({reason})")
+    return Unserved(name, reason)
 
 
 # Small layout helpers shared by the components.
