@@ -34,9 +34,10 @@ TARGET_RATIO_4096 = 3.0
 
 
 def bench_checkpoint() -> str:
-    """The 0.5B-shaped checkpoint's path. ONE LINE TO ADAPT to the project's own builder
-    once it lands (branch wt-scale), e.g. ``return str(checkpoint("qwen2_0_5b"))``."""
-    return str(build_shaped_checkpoint())
+    """The 0.5B-shaped checkpoint's path: the project's own bench checkpoint (float32)."""
+    from nnterp_widgets.checkpoints import bench_checkpoint as build
+
+    return str(build("qwen2_0.5b"))
 
 
 def build_shaped_checkpoint(root: Path = Path("/tmp/nnterp_bench_0_5b")) -> Path:
