@@ -197,3 +197,52 @@ def test_standalone_panels_share_the_session(session):
     assert session.engine_opens == opens
     assert lens.figure.data and view.figure.data
     assert tree.session is session
+
+
+def test_toggling_a_head_reruns_ablated_and_shows_the_delta(session, explorer):
+    view = explorer.attention
+    clean = explorer.result
+    assert clean.ablate == ()
+    view.ablate_mode.value = True
+    view.grid.data[1]._dispatch_on_click(_click(x=0), None)  # layer 0, head 1
+    assert view.ablated == ((0, 1),) and view.head == 0  # toggled, not shown
+    ablated = explorer.wait(120)
+    assert ablated.ablate == ((0, 1),)
+    delta = explorer.wait_ablation(120)
+    expected = session.ablation(PROMPT, [(0, 1)]).result(120)
+    assert delta.ids[0] == clean.lens.model_top_ids[0] == expected.ids[0]
+    np.testing.assert_allclose(delta.top1_delta, expected.top1_delta, atol=1e-6)
+    assert f"{expected.top1_delta:+.4f}" in explorer.ablation_line.value
+    assert "L0H1" in view.ablated_label.value
+    view.grid.data[1]._dispatch_on_click(_click(x=0), None)  # toggled off: the clean run again
+    assert explorer.wait(120).ablate == () and explorer.ablation_line.value == ""
+    np.testing.assert_allclose(explorer.result.lens.model_top_probs, clean.lens.model_top_probs, atol=1e-6)
+
+
+def test_generate_shows_each_step_and_the_slider_moves_the_outline(session, explorer):
+    gen = explorer.generation
+    gen.tokens_input.value = 3
+    gen.generate_button.click()
+    result = gen.wait(180)
+    assert len(result.steps) == 3 and gen.step_slider.max == 2
+    assert len(gen.figure.data[0].x) == 3
+
+    def outlined():
+        (shape,) = [s for s in gen.figure.layout.shapes if s.name == "step"]
+        return (shape.x0 + shape.x1) / 2
+
+    assert outlined() == 0
+    gen.step_slider.value = 2
+    assert outlined() == 2
+    assert "prefill" in gen.note.value
+
+
+def test_bad_max_tokens_shows_the_error_then_the_next_request_succeeds(session, explorer):
+    gen = explorer.generation
+    for bad in (0, -2, 10_000):
+        gen.generate(bad)
+        with pytest.raises(Exception):
+            gen.wait(120)
+        assert "max_tokens" in gen.message.value or "max_model_len" in gen.message.value
+    gen.generate(2)
+    assert len(gen.wait(180).steps) == 2 and not gen.message.value.startswith("⚠")

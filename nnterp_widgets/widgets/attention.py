@@ -7,7 +7,9 @@ or a hover asks nothing. The chosen head is drawn at full resolution (decoded fr
 panel's one byte a cell), the grid from the panel's per-head thumbnails.
 
 Traits for the explorer to link (plain traitlets, Python side): ``layer``, ``head``,
-``selected_token`` (query position, ``-1`` for none) and ``status``
+``selected_token`` (query position, ``-1`` for none), ``ablated`` (the ``(layer, head)`` pairs toggled for
+ablation: with ``ablate mode`` on, a click on the grid toggles that head of the shown
+layer instead of showing it; the explorer re-runs the prompt with them) and ``status``
 (``{"state": "idle" | "busy" | "error", "message": str}``). ``layer`` / ``head`` always
 name what is asked for: an out-of-range value is refused by the traits' validators (the
 trait keeps its value, so nothing changes and the figure is left as it was) and the
@@ -42,6 +44,7 @@ class AttentionView(PlotPanel):
 
     layer = traitlets.Int(0)
     head = traitlets.Int(0)
+    ablated = traitlets.Tuple()
 
     def __init__(self, result: PromptResult | None = None, layer: int = 0, head: int = 0, *,
                  session: Any = None, key: str = "attention", **kwargs):
@@ -56,10 +59,16 @@ class AttentionView(PlotPanel):
         self.layer_input = ipywidgets.IntText(value=layer, description="layer", layout=ipywidgets.Layout(width="150px"))
         self.head_input = ipywidgets.IntText(value=head, description="head", layout=ipywidgets.Layout(width="150px"))
         self.range_label = ipywidgets.Label("")
+        self.ablate_mode = ipywidgets.ToggleButton(
+            value=False, description="ablate mode", tooltip="on: a click on the head grid toggles that head's ablation")
+        self.clear_ablation = ipywidgets.Button(description="clear ablation", tooltip="ablate no head")
+        self.ablated_label = ipywidgets.Label("")
+        self.clear_ablation.on_click(lambda button: setattr(self, "ablated", ()))
         self.figure = go.FigureWidget()
         self.grid = go.FigureWidget()
         super().__init__(
-            [ipywidgets.HBox([self.layer_input, self.head_input, self.range_label])],
+            [ipywidgets.HBox([self.layer_input, self.head_input, self.range_label]),
+             ipywidgets.HBox([self.ablate_mode, self.clear_ablation, self.ablated_label])],
             [self.figure, self.grid],
             **kwargs,
         )
@@ -68,6 +77,7 @@ class AttentionView(PlotPanel):
         self.layer_input.observe(partial(self._on_input, "layer"), "value")
         self.head_input.observe(partial(self._on_input, "head"), "value")
         self.observe(self._on_view_change, ["layer", "head"])
+        self.observe(self._on_ablated, "ablated")
         if result is not None:
             self.update(result)
 
@@ -82,6 +92,13 @@ class AttentionView(PlotPanel):
     def layers(self) -> list[int]:
         """The layers this prompt has a pattern for."""
         return list(self._result.pattern_layers) if self._result is not None else []
+
+    def toggle_ablation(self, head: int, layer: int | None = None) -> None:
+        """Add ``(layer, head)`` (the shown layer by default) to ``ablated``, or remove it."""
+        pair = (self.layer if layer is None else int(layer), int(head))
+        heads = set(self.ablated)
+        heads.symmetric_difference_update({pair})
+        self.ablated = tuple(sorted(heads))
 
     def wait(self, timeout: float | None = 300) -> AttentionPanel | None:
         """Block until the asked-for layer is on screen (for scripts and tests)."""
@@ -255,6 +272,15 @@ class AttentionView(PlotPanel):
             self.selected_token = query
 
     def _on_grid_click(self, head: int, trace, points, state=None) -> None:
-        """Click on the grid: show that head (each trace is one head)."""
-        if getattr(points, "point_inds", None):
+        """Click on the grid: show that head (each trace is one head), or in ablate mode
+        toggle its ablation."""
+        if not getattr(points, "point_inds", None):
+            return
+        if self.ablate_mode.value:
+            self.toggle_ablation(head)
+        else:
             self.head = head
+
+    def _on_ablated(self, change) -> None:
+        heads = change["new"]
+        self.ablated_label.value = ("ablated: " + ", ".join(f"L{layer}H{head}" for layer, head in heads)) if heads else ""

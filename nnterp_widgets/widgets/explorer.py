@@ -21,6 +21,7 @@ import traitlets
 
 from ..session import PromptResult, Session, State, Status, Superseded
 from .attention import AttentionView
+from .generation import GenerationView
 from .lens import LogitLens
 from .lifecycle import KernelThread, close_all
 from .tree import ModuleTree
@@ -51,25 +52,33 @@ class Explorer(widgets.VBox):
                                        layout=widgets.Layout(width="70%"))
         self.run_button = widgets.Button(description="run", tooltip="run the prompt (Enter)")
         self.status_line = widgets.Label(value="")
+        self.ablation_line = widgets.Label(value="")  # the ablated run against the clean one
+        self.ablation = None  # its `AblationDelta`, once landed
+        self._ablation_done = threading.Event()
+        self._ablation_done.set()
         self.tree = ModuleTree(self.session, key=self._key)
         self.attention = AttentionView(session=self.session, key=self._key)
         self.lens = LogitLens(session=self.session, key=self._key)
         self.panels = (self.tree, self.attention, self.lens)
+        self.generation = GenerationView(self.session, lambda: self.prompt_box.value, key=f"{self._key}-generate")
         for panel in self.panels:
             traitlets.link((self, "selected_token"), (panel, "selected_token"))
         for panel in (self.attention, self.lens):
             traitlets.dlink((self.tree, "theme"), (panel, "theme"))  # plotly follows the page
         self.prompt_box.observe(lambda change: self.run(change["new"]), names="value")
         self.run_button.on_click(lambda button: self.run(self.prompt_box.value))
+        self.attention.observe(lambda change: self.run(self.prompt_box.value), "ablated")
         super().__init__(
             [
                 widgets.HBox([self.prompt_box, self.run_button]),
                 self.status_line,
+                self.ablation_line,
                 self.tree,
                 # One under the other: side by side in a notebook (~1000 px) each got ~530 px,
                 # less than a figure's width, and the lens's cell labels need room per token.
                 self.attention,
                 self.lens,
+                self.generation,
             ],
             **kwargs,
         )
@@ -77,7 +86,10 @@ class Explorer(widgets.VBox):
         self.run(prompt)
 
     def run(self, prompt: str) -> None:
-        """Ask for ``prompt``: one engine request, shown in every panel when it lands."""
+        """Ask for ``prompt`` (with the attention view's ablated heads): one engine request,
+        shown in every panel when it lands; with heads ablated, one more for the change
+        in the clean top-1's probability (the message line under the status)."""
+        heads = self.attention.ablated
         with self._lock:
             self._landed_event.clear()
             self._latest += 1
@@ -85,12 +97,50 @@ class Explorer(widgets.VBox):
         self._set_status(State.BUSY, "running…")
         self._future = None
         try:
-            future = self.session.prompt(prompt, key=self._key, layer=self._layer())
+            future = self.session.prompt(prompt, key=self._key, layer=self._layer(), ablate=heads)
         except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
             self._fail(run, error)
             return
         self._future = future
         future.add_done_callback(lambda done: self._kernel.call(self._landed, run, done))
+        self._ask_ablation(run, prompt, heads)
+
+    def _ask_ablation(self, run: int, prompt: str, heads: tuple) -> None:
+        self.ablation = None
+        if not heads:
+            self.ablation_line.value = ""
+            self._ablation_done.set()
+            return
+        self._ablation_done.clear()
+        self.ablation_line.value = f"… ablating {len(heads)} head(s)"
+        try:
+            future = self.session.ablation(prompt, heads, key=f"{self._key}-ablation")
+        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
+            self._ablation_landed(run, error, None)
+            return
+        future.add_done_callback(lambda done: self._kernel.call(
+            self._ablation_landed, run, None if done.cancelled() else done.exception(), done))
+
+    def _ablation_landed(self, run: int, error: BaseException | None, future) -> None:
+        if self._closed or run != self._latest or (future is not None and future.cancelled()):
+            return  # a newer run asks its own
+        if isinstance(error, Superseded):
+            return
+        if error is not None:
+            self.ablation_line.value = f"⚠ ablation: {type(error).__name__}: {error}"
+        else:
+            delta = self.ablation = future.result()
+            token = self.session.tokenizer().decode([int(delta.ids[0])])
+            heads = ", ".join(f"L{layer}H{head}" for layer, head in delta.heads)
+            self.ablation_line.value = (f"ablating {heads}: p({token!r}) {float(delta.clean[0]):.4f} → "
+                                        f"{float(delta.ablated[0]):.4f} (Δ {delta.top1_delta:+.4f})")
+        self._ablation_done.set()
+
+    def wait_ablation(self, timeout: float | None = 300):
+        """Block until the ablation's change is shown (for scripts and tests); its `AblationDelta`."""
+        if not self._ablation_done.wait(timeout):
+            raise TimeoutError(f"no ablation from the engine within {timeout} s")
+        return self.ablation
 
     def _layer(self) -> int | None:
         """The attention view's layer, if it can come with the prompt (else the first)."""
