@@ -32,8 +32,13 @@ def main(lengths=(16, 64, 256, 1024)) -> str:
         tokens = len(result.tokens)
         sent = len(attention_figure(panel, 0).to_json()) + len(head_grid_figure(panel).to_json())
         raw = len(panel.to_bytes())
-        rows.append((f"{tokens} tokens", f"{sent / 2**20:6.2f} MiB sent ({sent / CAP:.0%} of the cap), "
-                                         f"raw layer {raw / 2**20:6.2f} MiB, sent/raw {sent / raw:.2f}"))
+        rows.append(
+            (
+                f"{tokens} tokens",
+                f"{sent / 2**20:6.2f} MiB sent ({sent / CAP:.0%} of the cap), "
+                f"raw layer {raw / 2**20:6.2f} MiB, sent/raw {sent / raw:.2f}",
+            )
+        )
     session.close()
     return report("Bytes sent per attention layer (one head's heatmap + head grid)", rows)
 

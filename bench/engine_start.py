@@ -23,8 +23,9 @@ def start_seconds(kind: str, path: str) -> float:
     with tempfile.TemporaryDirectory() as folder:
         result = Path(folder) / "result.json"
         with open(Path(folder) / "log.txt", "w") as log:
-            subprocess.run([sys.executable, str(CHILD), kind, path, str(result)],
-                           stdout=log, stderr=subprocess.STDOUT, timeout=600)
+            subprocess.run(
+                [sys.executable, str(CHILD), kind, path, str(result)], stdout=log, stderr=subprocess.STDOUT, timeout=600
+            )
         if not result.exists():
             raise RuntimeError(f"{kind} start failed:\n{(Path(folder) / 'log.txt').read_text()[-2000:]}")
         return json.loads(result.read_text())["seconds"]
@@ -36,11 +37,14 @@ def main(repeat: int = 2) -> str:
     path = str(checkpoint("qwen2"))
     raw = min(start_seconds("raw", path) for _ in range(repeat))
     standardized = min(start_seconds("standardized", path) for _ in range(repeat))
-    return report("Engine start (best of %d, fresh process each)" % repeat, [
-        ("raw vllm.LLM", f"{raw:.1f} s"),
-        ("StandardizedVLLM", f"{standardized:.1f} s"),
-        ("ratio standardized / raw", f"{standardized / raw:.2f}"),
-    ])
+    return report(
+        "Engine start (best of %d, fresh process each)" % repeat,
+        [
+            ("raw vllm.LLM", f"{raw:.1f} s"),
+            ("StandardizedVLLM", f"{standardized:.1f} s"),
+            ("ratio standardized / raw", f"{standardized / raw:.2f}"),
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -23,9 +23,16 @@ from pathlib import Path
 
 #: Qwen2.5-0.5B's shape (its config.json); weights random, seeded.
 SHAPE = dict(
-    hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
-    num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768,
-    rope_theta=1000000.0, tie_word_embeddings=True, rms_norm_eps=1e-6,
+    hidden_size=896,
+    intermediate_size=4864,
+    num_hidden_layers=24,
+    num_attention_heads=14,
+    num_key_value_heads=2,
+    vocab_size=151936,
+    max_position_embeddings=32768,
+    rope_theta=1000000.0,
+    tie_word_embeddings=True,
+    rms_norm_eps=1e-6,
 )
 TARGET_MS_512 = 100
 #: Seconds one request may take before it counts as failed (a dead engine never answers).
@@ -98,10 +105,15 @@ def median_ms(fn, repeat: int) -> tuple[float, list[float]]:
 def write(out: Path, meta: dict, rows: list[dict], repeat: int) -> list[str]:
     """``gpu_prompt.json`` and ``.md`` for what is measured so far (a run cut short keeps it)."""
     (out / "gpu_prompt.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    lines = [f"# Prompt request vs raw forward on {meta['device']}, {meta['dtype']}, Qwen2.5-0.5B shape", "",
-             f"median of {repeat} after one warm-up; engine start {meta['engine_start_s']} s; "
-             f"targets: 512 tokens under {TARGET_MS_512} ms, 4,096 under {TARGET_RATIO_4096}x the raw forward", "",
-             "| tokens | raw forward ms | prompt request ms | ratio | note |", "|---|---|---|---|---|"]
+    lines = [
+        f"# Prompt request vs raw forward on {meta['device']}, {meta['dtype']}, Qwen2.5-0.5B shape",
+        "",
+        f"median of {repeat} after one warm-up; engine start {meta['engine_start_s']} s; "
+        f"targets: 512 tokens under {TARGET_MS_512} ms, 4,096 under {TARGET_RATIO_4096}x the raw forward",
+        "",
+        "| tokens | raw forward ms | prompt request ms | ratio | note |",
+        "|---|---|---|---|---|",
+    ]
     for row in rows:
         if "error" in row:
             lines.append(f"| {row['tokens']} | | | | {row['error'].replace('|', '/')} |")
@@ -134,12 +146,17 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     path = bench_checkpoint()
     built_s = time.monotonic() - started
-    session = Session.open(path, progress=False, dtype=args.dtype, max_model_len=max(lengths) + 64,
-                           gpu_memory_utilization=0.5).wait()
-    meta = {"device": getattr(session, "device", None) or ("cuda" if torch.cuda.is_available() else "cpu"),
-            "dtype": getattr(session, "dtype", None) or args.dtype, "checkpoint": path,
-            "checkpoint_s": round(built_s, 1), "engine_start_s": round(session.start_seconds or 0, 1),
-            "repeat": args.repeat}
+    session = Session.open(
+        path, progress=False, dtype=args.dtype, max_model_len=max(lengths) + 64, gpu_memory_utilization=0.5
+    ).wait()
+    meta = {
+        "device": getattr(session, "device", None) or ("cuda" if torch.cuda.is_available() else "cpu"),
+        "dtype": getattr(session, "dtype", None) or args.dtype,
+        "checkpoint": path,
+        "checkpoint_s": round(built_s, 1),
+        "engine_start_s": round(session.start_seconds or 0, 1),
+        "repeat": args.repeat,
+    }
     rows = []
     try:
         tokenizer = session.tokenizer()
@@ -147,11 +164,17 @@ def main(argv: list[str] | None = None) -> int:
             text = prompt_of(tokenizer, tokens)
             row = {"tokens": tokens}
             try:
-                raw, raw_samples = median_ms(lambda: session.request("raw", _raw_forward(text)).result(REQUEST_TIMEOUT_S), args.repeat)
+                raw, raw_samples = median_ms(
+                    lambda: session.request("raw", _raw_forward(text)).result(REQUEST_TIMEOUT_S), args.repeat
+                )
                 probe, probe_samples = median_ms(lambda: session.prompt(text).result(REQUEST_TIMEOUT_S), args.repeat)
-                row.update(raw_ms=round(raw, 1), prompt_ms=round(probe, 1), ratio=round(probe / raw, 2),
-                           raw_samples=[round(s, 1) for s in raw_samples],
-                           prompt_samples=[round(s, 1) for s in probe_samples])
+                row.update(
+                    raw_ms=round(raw, 1),
+                    prompt_ms=round(probe, 1),
+                    ratio=round(probe / raw, 2),
+                    raw_samples=[round(s, 1) for s in raw_samples],
+                    prompt_samples=[round(s, 1) for s in probe_samples],
+                )
             except Exception as error:  # noqa: BLE001 - one length's failure is a result
                 row.update(error=repr(error)[:400], trace=traceback.format_exc()[-1500:])
             rows.append(row)

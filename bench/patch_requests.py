@@ -26,8 +26,9 @@ def _sweep(session, site: str, chunk: int):
     best, result = float("inf"), None
     for _ in range(REPEAT):
         start = time.perf_counter()
-        result = session.request("bench-patch", lambda engine: patch(
-            engine, CLEAN, CORRUPTED, ANSWER, FOIL, site=site, chunk=chunk)).result()
+        result = session.request(
+            "bench-patch", lambda engine: patch(engine, CLEAN, CORRUPTED, ANSWER, FOIL, site=site, chunk=chunk)
+        ).result()
         best = min(best, time.perf_counter() - start)
     return result, best
 
@@ -50,8 +51,10 @@ def main() -> str:
             rows += [
                 (f"{site}: cells ({batched.num_layers} layers x {batched.patched.shape[1]})", f"{cells}"),
                 (f"{site}: requests batched / per cell", f"{batched.requests} / {single.requests}"),
-                (f"{site}: wall time batched / per cell (best of {REPEAT})",
-                 f"{batched_s * 1e3:.0f} ms / {single_s * 1e3:.0f} ms"),
+                (
+                    f"{site}: wall time batched / per cell (best of {REPEAT})",
+                    f"{batched_s * 1e3:.0f} ms / {single_s * 1e3:.0f} ms",
+                ),
                 (f"{site}: request ratio batched / per cell", f"{batched.requests / single.requests:.2f}"),
                 (f"{site}: wall-time ratio batched / per cell", f"{batched_s / single_s:.2f}"),
             ]

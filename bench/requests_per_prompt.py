@@ -39,12 +39,15 @@ def main() -> str:
     separate_requests, separate_seconds = session.engine_requests - before, time.perf_counter() - start
     session.close()
     changes = len(PROMPTS)
-    return report("Engine requests per prompt change", [
-        ("explorer: requests per change", f"{linked_requests / changes:.1f}"),
-        ("one trace per panel: requests per change", f"{separate_requests / changes:.1f}"),
-        ("request ratio explorer / per panel", f"{linked_requests / separate_requests:.2f}"),
-        ("wall-time ratio explorer / per panel", f"{linked_seconds / separate_seconds:.2f}"),
-    ])
+    return report(
+        "Engine requests per prompt change",
+        [
+            ("explorer: requests per change", f"{linked_requests / changes:.1f}"),
+            ("one trace per panel: requests per change", f"{separate_requests / changes:.1f}"),
+            ("request ratio explorer / per panel", f"{linked_requests / separate_requests:.2f}"),
+            ("wall-time ratio explorer / per panel", f"{linked_seconds / separate_seconds:.2f}"),
+        ],
+    )
 
 
 if __name__ == "__main__":

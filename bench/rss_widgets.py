@@ -30,13 +30,16 @@ def main() -> str:
     five = tree_rss_bytes()
     opens = session.engine_opens
     session.close()
-    return report("RSS with 1 vs 5 explorers on one session", [
-        ("engine alone", f"{baseline / 2**20:.0f} MiB"),
-        ("1 explorer", f"{one / 2**20:.0f} MiB"),
-        ("5 explorers", f"{five / 2**20:.0f} MiB"),
-        ("ratio 5 / 1", f"{five / one:.3f}"),
-        ("engines opened", str(opens)),
-    ])
+    return report(
+        "RSS with 1 vs 5 explorers on one session",
+        [
+            ("engine alone", f"{baseline / 2**20:.0f} MiB"),
+            ("1 explorer", f"{one / 2**20:.0f} MiB"),
+            ("5 explorers", f"{five / 2**20:.0f} MiB"),
+            ("ratio 5 / 1", f"{five / one:.3f}"),
+            ("engines opened", str(opens)),
+        ],
+    )
 
 
 if __name__ == "__main__":

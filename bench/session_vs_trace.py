@@ -52,13 +52,16 @@ def main() -> str:
     forward = median_seconds(lambda: session.request("forward", raw_forward).result())
     probed = median_seconds(lambda: session.prompt(PROMPT).result())
     session.close()
-    return report("Session prompt request vs raw nnsight traces (tiny checkpoint)", [
-        ("raw trace saving every value (median)", f"{raw * 1e3:.1f} ms"),
-        ("raw forward, logits only (median)", f"{forward * 1e3:.1f} ms"),
-        ("session prompt request (median)", f"{probed * 1e3:.1f} ms"),
-        ("ratio prompt / every-value trace", f"{probed / raw:.2f}"),
-        ("ratio prompt / raw forward", f"{probed / forward:.2f}"),
-    ])
+    return report(
+        "Session prompt request vs raw nnsight traces (tiny checkpoint)",
+        [
+            ("raw trace saving every value (median)", f"{raw * 1e3:.1f} ms"),
+            ("raw forward, logits only (median)", f"{forward * 1e3:.1f} ms"),
+            ("session prompt request (median)", f"{probed * 1e3:.1f} ms"),
+            ("ratio prompt / every-value trace", f"{probed / raw:.2f}"),
+            ("ratio prompt / raw forward", f"{probed / forward:.2f}"),
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """``nnterp-widgets`` / ``python -m nnterp_widgets``: the demo on the embedded checkpoint.
 
-    nnterp-widgets [lab] [JupyterLab options]   open JupyterLab on notebooks/ (the tour)
-    nnterp-widgets demo    print support() and a logit lens of one prompt, no browser
+nnterp-widgets [lab] [JupyterLab options]   open JupyterLab on notebooks/ (the tour)
+nnterp-widgets demo    print support() and a logit lens of one prompt, no browser
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"\nlogit lens of {args.prompt!r} (top-1 next token per layer and position):")
         print("  " + " | ".join(f"{w!r:>12}" for w in words))
         for index, top in enumerate(lens):
-            cells = [f"{tokenizer.decode([i])!r:>8} {p:.2f}" for p, i in zip(top.values[0].tolist(), top.indices[0].tolist())]
+            cells = [
+                f"{tokenizer.decode([i])!r:>8} {p:.2f}" for p, i in zip(top.values[0].tolist(), top.indices[0].tolist())
+            ]
             print(f"L{index:<2}" + " | ".join(f"{c:>12}" for c in cells))
     finally:
         model.close()
@@ -60,8 +62,9 @@ def _lab(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="nnterp-widgets", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="nnterp-widgets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command")
     demo = commands.add_parser("demo", help="print support() and a logit lens")
     demo.add_argument("--prompt", default=DEMO_PROMPT)

@@ -28,7 +28,9 @@ from nnterp_widgets.checkpoints import checkpoint
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--device", choices=devices.DEVICES, default=os.environ.get(devices.ENV, "cpu"),
+        "--device",
+        choices=devices.DEVICES,
+        default=os.environ.get(devices.ENV, "cpu"),
         help="where the engine and the transformers reference run (cuda: the GPU run, docs/gpu.md)",
     )
 

@@ -38,9 +38,11 @@ def names_of(family: str) -> HFNames:
 def hf_model(path: str, implementation: str = "eager"):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(
-        path, dtype=torch.float32, attn_implementation=implementation
-    ).eval().to(devices.DEVICE)
+    model = (
+        AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation=implementation)
+        .eval()
+        .to(devices.DEVICE)
+    )
     return model, AutoTokenizer.from_pretrained(path)
 
 
@@ -97,7 +99,10 @@ def reference_values(
     else:
         ids = torch.tensor([list(prompt)], device=devices.DEVICE)
     embed = _get(model, names.embed)
-    found: dict = {"input_ids": ids, "token_embeddings": torch.nn.functional.embedding(ids, embed.weight).detach().clone()}
+    found: dict = {
+        "input_ids": ids,
+        "token_embeddings": torch.nn.functional.embedding(ids, embed.weight).detach().clone(),
+    }
     handles = []
 
     def keep(key, value):
@@ -108,6 +113,7 @@ def reference_values(
 
     layers = _get(model, names.layers)
     for index, layer in enumerate(layers):
+
         def pre(module, args, kwargs, index=index):
             hidden = args[0] if args else kwargs["hidden_states"]
             keep(("layer_input", index), hidden)
@@ -123,14 +129,17 @@ def reference_values(
         handles.append(layer.register_forward_pre_hook(pre, with_kwargs=True))
         handles.append(layer.register_forward_hook(post, with_kwargs=True))
         attention = _get(layer, names.attention_out or names.attention)
-        handles.append(attention.register_forward_hook(
-            lambda m, a, o, index=index: keep(("attention_output", index), first(o))))
-        handles.append(_get(layer, names.mlp_out or names.mlp).register_forward_hook(
-            lambda m, a, o, index=index: keep(("mlp_output", index), first(o))))
+        handles.append(
+            attention.register_forward_hook(lambda m, a, o, index=index: keep(("attention_output", index), first(o)))
+        )
+        handles.append(
+            _get(layer, names.mlp_out or names.mlp).register_forward_hook(
+                lambda m, a, o, index=index: keep(("mlp_output", index), first(o))
+            )
+        )
         down = _find(_get(layer, names.mlp), names.down)
         if down is not None:
-            handles.append(down.register_forward_pre_hook(
-                lambda m, a, index=index: keep(("mlp_neurons", index), a[0])))
+            handles.append(down.register_forward_pre_hook(lambda m, a, index=index: keep(("mlp_neurons", index), a[0])))
     try:
         with torch.no_grad():
             logits = model(ids).logits
@@ -165,8 +174,9 @@ def reference_attention(path: str, family: str, prompt: str) -> dict:
     index_of = {id(attention): i for i, attention in enumerate(attentions)}
     ids = tokenizer(prompt, return_tensors="pt")["input_ids"].to(devices.DEVICE)
     found: dict = {}
-    capture = {"eager": _capture_eager, "gptj": _capture_gptj, "sdpa": _capture_sdpa,
-               "fused": _capture_fused}[names.interior]
+    capture = {"eager": _capture_eager, "gptj": _capture_gptj, "sdpa": _capture_sdpa, "fused": _capture_fused}[
+        names.interior
+    ]
     with capture(names, attentions, index_of, found):
         with torch.no_grad():
             model(ids)
@@ -237,8 +247,9 @@ def _capture_sdpa(names, attentions, index_of, found):
     calls: list = []
 
     def spy(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **kwargs):
-        output = real(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
-                      is_causal=is_causal, scale=scale, **kwargs)
+        output = real(
+            query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale, **kwargs
+        )
         scale_ = scale if scale is not None else 1 / math.sqrt(query.shape[-1])
         heads, kv_heads = query.shape[1], key.shape[1]
         keys = key.repeat_interleave(heads // kv_heads, dim=1)

@@ -13,19 +13,14 @@ SEED_GATED = (
     "served; mlp_neurons is the product"
 )
 
-SEED_ROUTED = (
-    "routed experts, inside vLLM's fused MoE kernel: there is no single activation or "
-    "down projection"
-)
+SEED_ROUTED = "routed experts, inside vLLM's fused MoE kernel: there is no single activation or down projection"
 
 SEED_LATENT = (
-    "vLLM runs DeepSeek's latent attention in its own kernel, on compressed keys and values; "
-    "not mapped on vLLM"
+    "vLLM runs DeepSeek's latent attention in its own kernel, on compressed keys and values; not mapped on vLLM"
 )
 
 SEED_PROBS = (
-    "AttributeError: next_token_probs is derived from the logits and cannot be assigned; "
-    "assign model.logits instead"
+    "AttributeError: next_token_probs is derived from the logits and cannot be assigned; assign model.logits instead"
 )
 
 SEED_DECODE = (

@@ -20,7 +20,6 @@ GREEDY = dict(temperature=0.0, max_tokens=1)
 TOL = dict(atol=1e-4, rtol=1e-4)
 
 
-
 @pytest.fixture(scope="module")
 def values(engine):
     return trace_values(engine, PROMPT)
@@ -70,13 +69,25 @@ def test_support_listing(engine):
         assert unavailable == ["attention_mask", "lm_head_output"]
     else:
         assert [name for name, reason in support.items() if reason] == [
-            "lm_head_output", "attention_mask", "mlp.mlp_activation"]
+            "lm_head_output",
+            "attention_mask",
+            "mlp.mlp_activation",
+        ]
         assert support["mlp.mlp_activation"] == SEED_GATED
     assert support["lm_head_output"] == SEED_LM_HEAD
     assert support["attention_mask"] == SEED_NO_MASK
-    for name in ("layer_input", "layer_output", "self_attn.attention_output", "mlp.mlp_output",
-                 "mlp.mlp_neurons", "token_embeddings", "logits", "next_token_probs",
-                 "input_ids", "input_size"):
+    for name in (
+        "layer_input",
+        "layer_output",
+        "self_attn.attention_output",
+        "mlp.mlp_output",
+        "mlp.mlp_neurons",
+        "token_embeddings",
+        "logits",
+        "next_token_probs",
+        "input_ids",
+        "input_size",
+    ):
         assert support[name] is None, name
 
 
@@ -152,8 +163,7 @@ def test_wrong_shape_write_fails_that_request_only(engine, values):
 def test_inplace_edit_and_assignment_match_transformers(engine, values):
     path = engine.args[0]
     shift = devices.on_device(torch.linspace(-1, 1, engine.hidden_size))
-    expected = reference_values(path, engine.family_name, PROMPT,
-                                edit=lambda i, h: h + shift if i == 0 else h)
+    expected = reference_values(path, engine.family_name, PROMPT, edit=lambda i, h: h + shift if i == 0 else h)
     with engine.trace(PROMPT, **GREEDY):
         stream = engine.layers[0].layer_output
         stream += shift  # in place, on the private copy
@@ -213,7 +223,8 @@ def test_methods_outside_a_trace(engine):
     with pytest.raises(NotImplementedError) as error:
         engine.order(12)
     assert str(error.value) == (
-        "model.order is not supported on the vllm engine; it is measured on a StandardizedTransformer")
+        "model.order is not supported on the vllm engine; it is measured on a StandardizedTransformer"
+    )
     with pytest.raises(NotImplementedError, match="model.rank is not supported"):
         engine.rank(0)
 

@@ -17,8 +17,13 @@ from seed_text import SEED_DECODE
 PROMPT = "The Eiffel Tower is in"
 GREEDY = dict(temperature=0.0, max_tokens=1)
 TOL = dict(atol=1e-4, rtol=1e-4)
-INTERIOR = ("attention_queries", "attention_keys", "attention_values",
-            "attention_head_outputs", "attention_probabilities")
+INTERIOR = (
+    "attention_queries",
+    "attention_keys",
+    "attention_values",
+    "attention_head_outputs",
+    "attention_probabilities",
+)
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +109,8 @@ def test_pattern_on_a_decode_step_raises_before_anything_runs(engine):
                 pattern = attn.attention_probabilities.save()
     path = attn.path
     assert str(error.value).splitlines()[0] == (
-        f"Unavailable: {path}.attention_probabilities is not available: {SEED_DECODE}")
+        f"Unavailable: {path}.attention_probabilities is not available: {SEED_DECODE}"
+    )
     assert engine.support()["self_attn.attention_probabilities"] is None
     assert engine.support()["self_attn.attention_scores"] is None
 
@@ -134,8 +140,9 @@ def test_steer_matches_transformers(engine, interior):
     # The vector stays on the CPU, as a user's would: on the GPU run it crosses devices.
     vector = torch.linspace(-2, 2, engine.hidden_size)
     here = devices.on_device(vector)
-    expected = reference_values(engine.args[0], engine.family_name, PROMPT,
-                                edit=lambda i, h: h + 0.5 * here if i == 0 else h)
+    expected = reference_values(
+        engine.args[0], engine.family_name, PROMPT, edit=lambda i, h: h + 0.5 * here if i == 0 else h
+    )
     with engine.trace(PROMPT, **GREEDY):
         engine.steer(0, vector, factor=0.5)
         logits = engine.logits.save()

@@ -32,43 +32,101 @@ def synthetic_result(texts: tuple[str, ...] = TEXTS) -> PromptResult:
     n = len(texts)
     rng = np.random.default_rng(0)
     probs = np.sort(rng.random((LAYERS, n, K), dtype=np.float32), axis=-1)[..., ::-1].copy()
-    top_texts = tuple(tuple(tuple(f"t{l}{p}{i}" if (l, p, i) != (1, 1, 0) else XSS for i in range(K))
-                            for p in range(n)) for l in range(LAYERS))
-    lens = LensPanel(tokens=tokens, top_ids=np.zeros((LAYERS, n, K), np.int64), top_probs=probs,
-                     top_texts=top_texts, model_top_ids=np.zeros(K, np.int64), model_top_probs=probs[-1, -1])
+    top_texts = tuple(
+        tuple(tuple(f"t{l}{p}{i}" if (l, p, i) != (1, 1, 0) else XSS for i in range(K)) for p in range(n))
+        for l in range(LAYERS)
+    )
+    lens = LensPanel(
+        tokens=tokens,
+        top_ids=np.zeros((LAYERS, n, K), np.int64),
+        top_probs=probs,
+        top_texts=top_texts,
+        model_top_ids=np.zeros(K, np.int64),
+        model_top_probs=probs[-1, -1],
+    )
     panels = {}
     for layer in range(LAYERS):
         raw = np.tril(rng.random((HEADS, n, n), dtype=np.float32)) + np.eye(n, dtype=np.float32)
         panels[layer] = AttentionPanel.from_probabilities(tokens, layer, LAYERS, raw / raw.sum(-1, keepdims=True))
     # The view shows layer 1 (a layer switch's panel, as the explorer hands it over).
-    return PromptResult(prompt="".join(texts), tokens=tokens, lens=lens, attention=panels[1],
-                        pattern_layers=tuple(panels))
+    return PromptResult(
+        prompt="".join(texts), tokens=tokens, lens=lens, attention=panels[1], pattern_layers=tuple(panels)
+    )
 
 
 def synthetic_tree() -> list[dict]:
     def value(node, name, available=True, reason=None, shape=(1, 4, 8)):
-        return {"id": f"{node}.{name}", "name": name, "available": available, "reason": reason,
-                "shape": list(shape) if available else None, "dtype": "float32" if available else None,
-                "writable": False}
+        return {
+            "id": f"{node}.{name}",
+            "name": name,
+            "available": available,
+            "reason": reason,
+            "shape": list(shape) if available else None,
+            "dtype": "float32" if available else None,
+            "writable": False,
+        }
 
     def layer(i):
         base = f"model.model.layers.{i}"
-        return {"id": base, "name": f"layers[{i}]", "native": str(i), "type": "Qwen2DecoderLayer", "standard": True,
-                "repeat": {"group": "model.model.layers", "index": i, "count": 2},
-                "values": [value(base, "layer_output")],
-                "children": [{"id": f"{base}.mlp", "name": f"layers[{i}].mlp", "native": "mlp", "type": "Qwen2<b>MLP</b>",
-                              "standard": True, "repeat": None,
-                              "values": [value(f"{base}.mlp", "mlp_activation", False, REASON),
-                                         value(f"{base}.mlp", "mlp_output")],
-                              "children": [{"id": f"{base}.mlp.down_proj", "name": "down_proj", "native": "down_proj",
-                                            "type": "RowParallelLinear", "standard": False, "repeat": None,
-                                            "values": [], "children": []}]}]}
+        return {
+            "id": base,
+            "name": f"layers[{i}]",
+            "native": str(i),
+            "type": "Qwen2DecoderLayer",
+            "standard": True,
+            "repeat": {"group": "model.model.layers", "index": i, "count": 2},
+            "values": [value(base, "layer_output")],
+            "children": [
+                {
+                    "id": f"{base}.mlp",
+                    "name": f"layers[{i}].mlp",
+                    "native": "mlp",
+                    "type": "Qwen2<b>MLP</b>",
+                    "standard": True,
+                    "repeat": None,
+                    "values": [
+                        value(f"{base}.mlp", "mlp_activation", False, REASON),
+                        value(f"{base}.mlp", "mlp_output"),
+                    ],
+                    "children": [
+                        {
+                            "id": f"{base}.mlp.down_proj",
+                            "name": "down_proj",
+                            "native": "down_proj",
+                            "type": "RowParallelLinear",
+                            "standard": False,
+                            "repeat": None,
+                            "values": [],
+                            "children": [],
+                        }
+                    ],
+                }
+            ],
+        }
 
-    return [{"id": "model", "name": "model", "native": "model", "type": "Qwen2ForCausalLM", "standard": True,
-             "repeat": None, "values": [value("model", "logits", shape=(1, 4, 64))],
-             "children": [{"id": "model.model", "name": "model.model", "native": "model", "type": "Qwen2Model",
-                           "standard": False, "repeat": None, "values": [],
-                           "children": [layer(0), layer(1)]}]}]
+    return [
+        {
+            "id": "model",
+            "name": "model",
+            "native": "model",
+            "type": "Qwen2ForCausalLM",
+            "standard": True,
+            "repeat": None,
+            "values": [value("model", "logits", shape=(1, 4, 64))],
+            "children": [
+                {
+                    "id": "model.model",
+                    "name": "model.model",
+                    "native": "model",
+                    "type": "Qwen2Model",
+                    "standard": False,
+                    "repeat": None,
+                    "values": [],
+                    "children": [layer(0), layer(1)],
+                }
+            ],
+        }
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +135,9 @@ def page():
 
 
 def _model(text: str) -> dict:
-    (block,) = re.findall(r'<script type="application/json" id="nnw-model" data-target="nnw-tree">(.*?)</script>',
-                          text, re.S)
+    (block,) = re.findall(
+        r'<script type="application/json" id="nnw-model" data-target="nnw-tree">(.*?)</script>', text, re.S
+    )
     return json.loads(block)
 
 
@@ -135,8 +194,9 @@ def test_model_is_the_tree_state(page):
 def test_preview_travels_as_base64():
     values = np.arange(8, dtype="<f4").reshape(2, 4)
     preview = {"id": "model.logits", "shape": [1, 2, 4], "dtype": "float32", "rows": ["a", "b"], "cols": 4}
-    text = export_html(synthetic_result(), synthetic_tree(), selected="model.logits", preview=preview,
-                       preview_data=values.tobytes())
+    text = export_html(
+        synthetic_result(), synthetic_tree(), selected="model.logits", preview=preview, preview_data=values.tobytes()
+    )
     model = _model(text)
     assert model["selected"] == "model.logits" and model["preview"] == preview
     np.testing.assert_array_equal(np.frombuffer(base64.b64decode(model["preview_data"]), "<f4"), values.ravel())

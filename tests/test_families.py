@@ -52,8 +52,13 @@ def _dense_blocks(engine) -> list[int]:
     return [i for i in range(engine.num_layers) if overrides.get(f"{family.layers}.{i}.{family.mlp}") is GatedMLP]
 
 
-ATTENTION_INTERIOR = ("attention_queries", "attention_keys", "attention_values",
-                      "attention_head_outputs", "attention_probabilities")
+ATTENTION_INTERIOR = (
+    "attention_queries",
+    "attention_keys",
+    "attention_values",
+    "attention_head_outputs",
+    "attention_probabilities",
+)
 
 
 @pytest.fixture(scope="module", params=known())
@@ -114,8 +119,9 @@ def test_plain_activation_is_the_neurons(engine, values):
 def test_block_identity(engine, values):
     for i in range(engine.num_layers):
         total = values[("layer_input", i)] + values[("attention_output", i)] + values[("mlp_output", i)]
-        torch.testing.assert_close(total, values[("layer_output", i)], atol=1e-5, rtol=1e-5,
-                                   msg=lambda m: f"layer {i}: {m}")
+        torch.testing.assert_close(
+            total, values[("layer_output", i)], atol=1e-5, rtol=1e-5, msg=lambda m: f"layer {i}: {m}"
+        )
         if i + 1 < engine.num_layers:
             assert torch.equal(values[("layer_output", i)], values[("layer_input", i + 1)])
 

@@ -25,7 +25,9 @@ def test_unknown_model_type_names_the_known_families():
 def test_unknown_checkpoint_fails_before_any_engine(tmp_path):
     from transformers import BertConfig
 
-    BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=1, intermediate_size=32).save_pretrained(tmp_path)
+    BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=1, intermediate_size=32).save_pretrained(
+        tmp_path
+    )
     from nnterp_widgets import StandardizedVLLM
 
     with pytest.raises(UnknownFamily, match="known families are"):
@@ -90,7 +92,12 @@ def test_reason_constants_are_the_seeds():
 
 def test_head_biases():
     assert {name for name, family in families().items() if family.head_bias} == {
-        "gptj", "gpt_neox", "phi", "olmo2", "olmo3"}
+        "gptj",
+        "gpt_neox",
+        "phi",
+        "olmo2",
+        "olmo3",
+    }
 
 
 def _config(name):
@@ -139,15 +146,15 @@ def test_gemma2_head_is_the_embedding():
 def test_mpt_is_declared_with_the_engines_error():
     family = family_for("mpt")
     assert family.engine_error.startswith(
-        "Model architecture MptForCausalLM was supported in vLLM until v0.28.0, and is not supported anymore")
+        "Model architecture MptForCausalLM was supported in vLLM until v0.28.0, and is not supported anymore"
+    )
     assert all(family.engine_error is None for name, family in families().items() if name != "mpt")
 
 
 def test_families_doc_is_generated_from_the_code():
     from nnterp_widgets.families.vllm.table import DOC, render
 
-    assert DOC.read_text() == render(), (
-        "docs/families.md is stale: run python -m nnterp_widgets.families.vllm.table")
+    assert DOC.read_text() == render(), "docs/families.md is stale: run python -m nnterp_widgets.families.vllm.table"
 
 
 def test_families_doc_lists_every_family_and_reason():

@@ -79,8 +79,9 @@ def test_killed_engine_is_reported_reopened_and_serves_the_next_request(session)
         unsubscribe()
     assert again.tokens == first.tokens
     assert session.engine_opens == 2
-    assert any(status.state is State.BUSY and "died" in status.message and "reopening" in status.message
-               for status in states)
+    assert any(
+        status.state is State.BUSY and "died" in status.message and "reopening" in status.message for status in states
+    )
     assert states[-1] == READY
     # And it keeps serving afterwards.
     assert session.prompt("The Colosseum is in", key="fault").result(120).tokens.texts[0] == "The"

@@ -309,7 +309,8 @@ def test_lens_cells_are_top1_and_hover_is_topk():
     trace = fig.data[0]
     assert np.array_equal(trace.z, lens.top1_probs()) and trace.z.dtype == np.float32
     assert [list(row) for row in trace.text] == [
-        [escape_token(t, CELL_TEXT_CHARS) for t in row] for row in lens.top1_texts()]
+        [escape_token(t, CELL_TEXT_CHARS) for t in row] for row in lens.top1_texts()
+    ]
     assert trace.texttemplate == "%{text}"
     assert list(fig.layout.yaxis.ticktext) == lens.layer_labels  # layers[0] first, on top
     assert fig.layout.yaxis.autorange == "reversed"
@@ -321,7 +322,8 @@ def test_lens_cells_are_top1_and_hover_is_topk():
             assert [np.float32(p) for _, p in top] == list(lens.top_probs[layer, position])  # exact
             cell = list(trace.customdata[layer][position])
             assert cell == [lens.layer_labels[layer], escape_token(TEXTS[position])] + [
-                escape_token(t) for t, _ in top] + [p for _, p in top]
+                escape_token(t) for t, _ in top
+            ] + [p for _, p in top]
     assert "img" not in trace.hovertemplate and "cat" not in trace.hovertemplate  # no token text in it
 
 
@@ -359,7 +361,9 @@ def test_attention_view_out_of_range_keeps_the_view(name, bad):
     box = view.layer_input if name == "layer" else view.head_input
     box.value = bad
     assert (view.layer, view.head) == (1, 2) and box.value == (1 if name == "layer" else 2)
-    assert f"{name} {bad} is out of range" in view.message.value and "still showing layers[1] head 2" in view.message.value
+    assert (
+        f"{name} {bad} is out of range" in view.message.value and "still showing layers[1] head 2" in view.message.value
+    )
     assert np.array_equal(heatmap_matrix(view.figure.data[0]), before)
     setattr(view, name, bad)  # the trait itself (as a link would set it)
     assert (view.layer, view.head) == (1, 2) and np.array_equal(heatmap_matrix(view.figure.data[0]), before)
@@ -475,8 +479,10 @@ def widget_data(widget: go.FigureWidget) -> list:
 def messages(widget: go.FigureWidget) -> list[tuple[str, dict]]:
     """Collects the Python -> JS edit messages the widget sends from now on."""
     sent = []
-    widget.observe(lambda change: change["new"] is not None and sent.append((change["name"], change["new"])),
-                   ["_py2js_restyle", "_py2js_update", "_py2js_addTraces", "_py2js_relayout"])
+    widget.observe(
+        lambda change: change["new"] is not None and sent.append((change["name"], change["new"])),
+        ["_py2js_restyle", "_py2js_update", "_py2js_addTraces", "_py2js_relayout"],
+    )
     return sent
 
 
@@ -525,15 +531,24 @@ def test_for_widget_long_attention_lens_and_grid():
     for h, (old, new) in enumerate(zip(grid.data, columns.data)):
         assert new.z.ndim == 1 and new.x.dtype == np.uint8
         assert np.array_equal(heatmap_matrix(new), mean_pool(panel.thumbnails[h], 16))
-        assert (new.xaxis, new.yaxis, new.coloraxis, new.hovertemplate) == (old.xaxis, old.yaxis, old.coloraxis,
-                                                                           old.hovertemplate)
+        assert (new.xaxis, new.yaxis, new.coloraxis, new.hovertemplate) == (
+            old.xaxis,
+            old.yaxis,
+            old.coloraxis,
+            old.hovertemplate,
+        )
 
 
 def test_for_widget_keeps_heatmaps_it_cannot_put_in_columns():
     z = np.arange(6, dtype=np.float32).reshape(2, 3)
-    for trace in (go.Heatmap(z=z, x=["a", "b", "c"]), go.Heatmap(z=z, x0=5, dx=2), go.Heatmap(z=z, x=[0, 2, 1]),
-                  go.Heatmap(z=z, x=[0, 1, 2, 3]), go.Heatmap(z=z, transpose=True),
-                  go.Heatmap(z=z, text=[["a", "b"], ["c", "d"]])):
+    for trace in (
+        go.Heatmap(z=z, x=["a", "b", "c"]),
+        go.Heatmap(z=z, x0=5, dx=2),
+        go.Heatmap(z=z, x=[0, 2, 1]),
+        go.Heatmap(z=z, x=[0, 1, 2, 3]),
+        go.Heatmap(z=z, transpose=True),
+        go.Heatmap(z=z, text=[["a", "b"], ["c", "d"]]),
+    ):
         assert for_widget(go.Figure(trace)).data[0] == trace
     scatter = go.Scatter(x=[1, 2], y=[3, 4])
     assert for_widget(go.Figure(scatter)).data[0] == scatter
@@ -634,7 +649,9 @@ def test_figures_in_chromium(tmp_path):
 
     dialogs = []
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--headless", "--disable-gpu"])
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--headless", "--disable-gpu"]
+        )
         try:
             page = browser.new_page(viewport=dict(width=900, height=800))
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -658,7 +675,9 @@ def test_figures_in_chromium(tmp_path):
                     (text,) = hover(page, 3, 1)
                     top = lens_hover(short.lens, 1, 3)
                     assert text.startswith(f"layers[1], position 3: ␣cat{top[0][0].replace(' ', '␣')}")
-                    cells = page.evaluate("Array.from(document.querySelectorAll('.heatmaplayer text')).map(e => e.textContent)")
+                    cells = page.evaluate(
+                        "Array.from(document.querySelectorAll('.heatmaplayer text')).map(e => e.textContent)"
+                    )
                     assert "<img␣sr…" in cells
         finally:
             browser.close()
@@ -712,7 +731,10 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
     long = view_of(make_result(long_texts, layers=1, heads=2))
     lens = LogitLens(short)
     widgets = {
-        "att": view.figure, "grid": view.grid, "long": long.figure, "lens": lens.figure,
+        "att": view.figure,
+        "grid": view.grid,
+        "long": long.figure,
+        "lens": lens.figure,
         # the same figures as 2-D z (nested JSON lists), to compare the pictures
         "att2d": go.FigureWidget(attention_figure(panel_of(short, 0), 1, 2)),
         "lens2d": go.FigureWidget(lens_figure(short.lens)),
@@ -727,7 +749,9 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
     errors, dialogs = [], []
     try:
         with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--headless", "--disable-gpu"])
+            browser = pw.chromium.launch(
+                executable_path=str(CHROMIUM), args=["--no-sandbox", "--headless", "--disable-gpu"]
+            )
             try:
                 page = browser.new_page(viewport=dict(width=1000, height=900))
                 page.on("pageerror", lambda e: errors.append(str(e)))
@@ -744,12 +768,17 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
                     page.wait_for_timeout(50)
                     page.mouse.move(*page.evaluate(CELL_JS, [name, x, y, xa, ya]))
                     page.wait_for_timeout(150)
-                    return page.evaluate(f"Array.from(document.querySelectorAll('#{name} .hovertext')).map(e => e.textContent)")
+                    return page.evaluate(
+                        f"Array.from(document.querySelectorAll('#{name} .hovertext')).map(e => e.textContent)"
+                    )
 
                 def grid_z(name, trace=0):
-                    return np.array(page.evaluate(
-                        f"Array.from(document.getElementById('{name}').calcdata[{trace}][0].z, r => Array.from(r))"),
-                        dtype=np.float32)
+                    return np.array(
+                        page.evaluate(
+                            f"Array.from(document.getElementById('{name}').calcdata[{trace}][0].z, r => Array.from(r))"
+                        ),
+                        dtype=np.float32,
+                    )
 
                 def texts(selector):
                     return page.evaluate(f"Array.from(document.querySelectorAll('{selector}')).map(e => e.textContent)")
@@ -779,7 +808,8 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
                 (text,) = hover("lens", 3, 1)
                 top = lens_hover(short.lens, 1, 3)
                 assert text == "layers[1], position 3: ␣cat" + "".join(
-                    f"{t.replace(' ', '␣')}  {p:.3f}" for t, p in top)
+                    f"{t.replace(' ', '␣')}  {p:.3f}" for t, p in top
+                )
                 assert texts("#lens .heatmaplayer text") == texts("#lens2d .heatmaplayer text")
                 assert "<img␣sr…" in texts("#lens .heatmaplayer text")
                 (text,) = hover("grid", 3, 5, "xaxis2", "yaxis2")
@@ -790,15 +820,19 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
                 for key, message in sent:
                     state, paths, buffers = on_wire({key: _py_to_js(message, None)})
                     assert len(buffers) == 1
-                    page.evaluate("([n, k, s, p, b]) => window.pySet(n, k, s[k], p.map(q => q.slice(1)), b)",
-                                  ["att", key, state, paths, buffers])  # paths start with the key
+                    page.evaluate(
+                        "([n, k, s, p, b]) => window.pySet(n, k, s[k], p.map(q => q.slice(1)), b)",
+                        ["att", key, state, paths, buffers],
+                    )  # paths start with the key
                 page.wait_for_timeout(200)
                 assert np.array_equal(grid_z("att"), patterns(short)[0][3])
                 assert hover("att", 1, 2)[0].endswith(f"weight {patterns(short)[0][3][2, 1]:.4f}")
                 # clicks come back to Python as positions: a cell of the head selects its query,
                 # a cell of the grid selects its head
-                for name, (x, y, xa, ya), widget in (("att", (4, 6, "xaxis", "yaxis"), view.figure),
-                                                      ("grid", (3, 3, "xaxis3", "yaxis3"), view.grid)):
+                for name, (x, y, xa, ya), widget in (
+                    ("att", (4, 6, "xaxis", "yaxis"), view.figure),
+                    ("grid", (3, 3, "xaxis3", "yaxis3"), view.grid),
+                ):
                     page.mouse.click(*page.evaluate(CELL_JS, [name, x, y, xa, ya]))
                     page.wait_for_timeout(200)
                     saves = page.evaluate(f"window.views.{name}.model.saves.filter(s => s._js2py_pointsCallback)")

@@ -69,8 +69,10 @@ def _hf_lens(path: str, family: str, ids: list[int]) -> torch.Tensor:
     head = model.get_output_embeddings()
     norm = model.model.norm if hasattr(model, "model") else model.transformer.ln_f
     with torch.no_grad():
-        rows = [torch.softmax(head(norm(streams[("layer_output", i)])), dim=-1)[0]
-                for i in range(model.config.num_hidden_layers)]
+        rows = [
+            torch.softmax(head(norm(streams[("layer_output", i)])), dim=-1)[0]
+            for i in range(model.config.num_hidden_layers)
+        ]
     return torch.stack(rows).cpu()
 
 
@@ -80,7 +82,7 @@ def _entropy(probs: torch.Tensor) -> torch.Tensor:
 
 def _assert_ranks(got: np.ndarray, probs: torch.Tensor, target: int) -> None:
     """The target's rank, where float32 noise cannot reorder it (a near-tie may go either way)."""
-    mine = probs[..., target:target + 1]
+    mine = probs[..., target : target + 1]
     above = (probs > mine + 1e-6).sum(-1) + 1
     tied = ((probs - mine).abs() <= 1e-6).sum(-1) - 1
     got = torch.tensor(got)
@@ -193,8 +195,14 @@ def test_sampling_settings_pass_through(session, result):
 
 @pytest.mark.parametrize(
     "max_tokens, message",
-    [(0, "at least 1"), (-3, "at least 1"), (2.5, "a whole number"), (True, "a whole number"),
-     ("3", "a whole number"), (70, "past this engine's max_model_len=64")],
+    [
+        (0, "at least 1"),
+        (-3, "at least 1"),
+        (2.5, "a whole number"),
+        (True, "a whole number"),
+        ("3", "a whole number"),
+        (70, "past this engine's max_model_len=64"),
+    ],
 )
 def test_bad_max_tokens_then_a_good_request(session, result, max_tokens, message):
     vllm_before = _vllm_requests(session)
@@ -211,15 +219,21 @@ def test_max_model_len_is_the_limit(session):
     with pytest.raises(GenerationError) as error:
         session.generate(PROMPT, max_tokens=room + 1).result(timeout=60)
     assert str(error.value) == gen.PAST_MAX_MODEL_LEN.format(
-        prompt=prompt_length, max_tokens=room + 1, total=65, limit=64, room=room)
+        prompt=prompt_length, max_tokens=room + 1, total=65, limit=64, room=room
+    )
     full = session.generate(PROMPT, max_tokens=room, ignore_eos=True).result(timeout=120)
     assert len(full.tokens) == 64
 
 
 @pytest.mark.parametrize(
     "bad, message",
-    [("The Eiffel Tower", "tokens .*not one"), ("", "empty"), (10**7, "outside the vocabulary"),
-     (-1, "outside the vocabulary"), (1.5, "a token id")],
+    [
+        ("The Eiffel Tower", "tokens .*not one"),
+        ("", "empty"),
+        (10**7, "outside the vocabulary"),
+        (-1, "outside the vocabulary"),
+        (1.5, "a token id"),
+    ],
 )
 def test_bad_target_then_a_good_request(session, result, bad, message):
     vllm_before = _vllm_requests(session)

@@ -55,13 +55,24 @@ def make_generation(target: bool = True, seed: int = 0) -> GenerationResult:
         probs = np.sort(rng.random((LAYERS, K), dtype=np.float32), -1)[:, ::-1] / K
         lens_ids = rng.integers(0, 50, (LAYERS, K))
         lens_ids[-1, 0] = ids[prompt_length + i]
-        texts = tuple(tuple(XSS if (layer, j) == (0, 0) else f"t{layer}{j}" for j in range(K)) for layer in range(LAYERS))
-        built.append(GenerationStep(
-            index=i, position=prompt_length - 1 + i, token=ids[prompt_length + i], text=WRITTEN[i],
-            lens_ids=lens_ids, lens_probs=probs, lens_texts=texts,
-            model_ids=lens_ids[-1], model_probs=probs[-1], model_texts=texts[-1],
-            availability=availability(i),
-        ))
+        texts = tuple(
+            tuple(XSS if (layer, j) == (0, 0) else f"t{layer}{j}" for j in range(K)) for layer in range(LAYERS)
+        )
+        built.append(
+            GenerationStep(
+                index=i,
+                position=prompt_length - 1 + i,
+                token=ids[prompt_length + i],
+                text=WRITTEN[i],
+                lens_ids=lens_ids,
+                lens_probs=probs,
+                lens_texts=texts,
+                model_ids=lens_ids[-1],
+                model_probs=probs[-1],
+                model_texts=texts[-1],
+                availability=availability(i),
+            )
+        )
     lens = np.stack([s.lens_probs for s in built], axis=1)  # [layers, steps, k]
     modes = LensModes(
         columns=Tokens(ids[prompt_length:], WRITTEN),
@@ -111,19 +122,47 @@ def test_results_are_immutable(generation):
 def test_bad_shapes_are_refused(generation):
     step = generation.steps[0]
     with pytest.raises(ValueError, match="model_ids"):
-        GenerationStep(0, 2, step.token, step.text, step.lens_ids, step.lens_probs, step.lens_texts,
-                       step.model_ids[:2], step.model_probs, step.model_texts)
+        GenerationStep(
+            0,
+            2,
+            step.token,
+            step.text,
+            step.lens_ids,
+            step.lens_probs,
+            step.lens_texts,
+            step.model_ids[:2],
+            step.model_probs,
+            step.model_texts,
+        )
     with pytest.raises(ValueError, match="out of order"):
         GenerationResult("p", generation.tokens, 3, generation.steps[::-1], generation.modes)
     with pytest.raises(ValueError, match="tokens for a"):
         GenerationResult("p", generation.tokens, 2, generation.steps, generation.modes)
     modes = generation.modes
     with pytest.raises(ValueError, match="come with a target"):
-        LensModes(modes.columns, modes.positions, modes.top_ids, modes.top_probs, modes.top_texts,
-                  modes.entropy, None, modes.probability, modes.rank)
+        LensModes(
+            modes.columns,
+            modes.positions,
+            modes.top_ids,
+            modes.top_probs,
+            modes.top_texts,
+            modes.entropy,
+            None,
+            modes.probability,
+            modes.rank,
+        )
     with pytest.raises(ValueError, match="rank starts at 1"):
-        LensModes(modes.columns, modes.positions, modes.top_ids, modes.top_probs, modes.top_texts,
-                  modes.entropy, modes.target, modes.probability, modes.rank * 0)
+        LensModes(
+            modes.columns,
+            modes.positions,
+            modes.top_ids,
+            modes.top_probs,
+            modes.top_texts,
+            modes.entropy,
+            modes.target,
+            modes.probability,
+            modes.rank * 0,
+        )
 
 
 def test_modes(generation):
@@ -209,17 +248,24 @@ def test_export_shows_each_steps_availability(page, generation):
 
 def test_export_holds_the_figures(page, generation):
     figures = _figures(page)
-    assert set(figures) == {"nnw-generation-lens", "nnw-generation-probability", "nnw-generation-rank",
-                            "nnw-generation-entropy"}
-    np.testing.assert_array_equal(_decode(figures["nnw-generation-lens"]["data"][0]["z"]),
-                                  generation.lens.top1_probs())
-    np.testing.assert_allclose(_decode(figures["nnw-generation-entropy"]["data"][0]["z"]),
-                               generation.modes.entropy)
+    assert set(figures) == {
+        "nnw-generation-lens",
+        "nnw-generation-probability",
+        "nnw-generation-rank",
+        "nnw-generation-entropy",
+    }
+    np.testing.assert_array_equal(_decode(figures["nnw-generation-lens"]["data"][0]["z"]), generation.lens.top1_probs())
+    np.testing.assert_allclose(_decode(figures["nnw-generation-entropy"]["data"][0]["z"]), generation.modes.entropy)
     assert len(figures["nnw-generation-rank"]["layout"]["shapes"]) == 1
     chips = re.findall(r'<span class="chip( generated)?( selected)?" title="token (\d+)">', page)
     assert [(bool(g), bool(s), int(i)) for g, s, i in chips][:6] == [
-        (False, False, 0), (False, False, 1), (False, False, 2),
-        (True, False, 3), (True, True, 4), (True, False, 5)]
+        (False, False, 0),
+        (False, False, 1),
+        (False, False, 2),
+        (True, False, 3),
+        (True, True, 4),
+        (True, False, 5),
+    ]
 
 
 def test_prompt_export_with_a_generation(tmp_path, generation):

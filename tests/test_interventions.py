@@ -12,7 +12,12 @@ from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.session import InterventionError
 from nnterp_widgets.session.interventions import (
-    PATCH_INVOKES, SITES, ablate_heads, check_heads, patch, patch_requests,
+    PATCH_INVOKES,
+    SITES,
+    ablate_heads,
+    check_heads,
+    patch,
+    patch_requests,
 )
 from reference import _get, hf_reference, names_of
 
@@ -59,10 +64,12 @@ class Reference:
 
     def site(self, site, layer):
         block = self.blocks[layer]
-        return {"layer_output": block,
-                "attention_output": _get(block, self.names.attention_out or self.names.attention),
-                "mlp_output": _get(block, self.names.mlp_out or self.names.mlp),
-                "attention_head_outputs": _get(self.attention(layer), self.out_proj)}[site]
+        return {
+            "layer_output": block,
+            "attention_output": _get(block, self.names.attention_out or self.names.attention),
+            "mlp_output": _get(block, self.names.mlp_out or self.names.mlp),
+            "attention_head_outputs": _get(self.attention(layer), self.out_proj),
+        }[site]
 
     def lens(self, stream):
         return self.model.get_output_embeddings()(_get(self.model, self.norm)(stream))
@@ -129,10 +136,12 @@ def _hf_patch(hf, site, answer, foil):
                     x[..., span] = saved[layer][..., span]
                     return (x, *args[1:])
             else:
+
                 def hook(m, args, out, layer=layer, column=column):
                     x = _first(out).clone()
                     x[:, column] = saved[layer][:, column]
                     return _replace(out, x)
+
             patched[layer, column] = metric(_hf_run(model, corrupted, [(hf.site(site, layer), kind, hook)]))
     return clean_metric, corrupted_metric, patched
 
@@ -140,8 +149,10 @@ def _hf_patch(hf, site, answer, foil):
 @pytest.fixture(scope="module")
 def answer_foil(hf):
     tokenizer = hf.tokenizer
-    return (tokenizer(ANSWER, add_special_tokens=False)["input_ids"][0],
-            tokenizer(FOIL, add_special_tokens=False)["input_ids"][0])
+    return (
+        tokenizer(ANSWER, add_special_tokens=False)["input_ids"][0],
+        tokenizer(FOIL, add_special_tokens=False)["input_ids"][0],
+    )
 
 
 @pytest.mark.parametrize("site", SITES)
@@ -178,7 +189,9 @@ def test_patch_end_points(session):
 def test_chunked_sweep_matches_one_chunk(session):
     # A sweep cut into requests of 3 cells gives the same map as one of 64.
     whole = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL).result(timeout=300)
-    cut = session.request("patch-chunks", lambda engine: patch(engine, CLEAN, CORRUPTED, ANSWER, FOIL, chunk=3)).result(timeout=300)
+    cut = session.request("patch-chunks", lambda engine: patch(engine, CLEAN, CORRUPTED, ANSWER, FOIL, chunk=3)).result(
+        timeout=300
+    )
     assert cut.requests == 1 + -(-whole.effect.size // 3) > whole.requests
     np.testing.assert_allclose(cut.patched, whole.patched, atol=1e-5)
 
@@ -188,10 +201,12 @@ def _hf_ablated(hf, heads):
     head_dim = model.config.hidden_size // model.config.num_attention_heads
     hooks = []
     for layer, head in heads:
+
         def zero(m, args, head=head):
             x = args[0].clone()
-            x[..., head * head_dim:(head + 1) * head_dim] = 0
+            x[..., head * head_dim : (head + 1) * head_dim] = 0
             return (x, *args[1:])
+
         hooks.append((_get(hf.attention(layer), hf.out_proj), "pre", zero))
     return _hf_run(model, _ids(tokenizer, CLEAN), hooks)
 
@@ -263,8 +278,9 @@ def test_pair_lens_matches_transformers(session, hf, answer_foil):
     answer, foil = answer_foil
     for text, lens, diff in ((CLEAN, pair.first, pair.first_diff), (CORRUPTED, pair.second, pair.second_diff)):
         streams = {}
-        hooks = [(block, "post", lambda m, a, o, i=i: streams.__setitem__(i, _first(o)))
-                 for i, block in enumerate(hf.blocks)]
+        hooks = [
+            (block, "post", lambda m, a, o, i=i: streams.__setitem__(i, _first(o))) for i, block in enumerate(hf.blocks)
+        ]
         _hf_run(hf.model, _ids(hf.tokenizer, text), hooks)
         with torch.no_grad():
             logits = torch.stack([hf.lens(streams[i])[0] for i in sorted(streams)])
@@ -277,12 +293,16 @@ def test_pair_lens_matches_transformers(session, hf, answer_foil):
 
 
 BAD = [
-    (lambda s: s.patch(CLEAN, "The Louvre Museum is in", ANSWER, FOIL),
-     "the clean prompt is 5 tokens and the corrupted prompt 7 tokens"),
+    (
+        lambda s: s.patch(CLEAN, "The Louvre Museum is in", ANSWER, FOIL),
+        "the clean prompt is 5 tokens and the corrupted prompt 7 tokens",
+    ),
     (lambda s: s.patch(CLEAN, CORRUPTED, " Parisian Rome", FOIL), "the answer ' Parisian Rome' is"),
     (lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, ANSWER), "the answer and the foil are the same token"),
-    (lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, FOIL, site="mlp_input"),
-     "unknown site 'mlp_input'; the sites are layer_output, attention_output, mlp_output, attention_head_outputs"),
+    (
+        lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, FOIL, site="mlp_input"),
+        "unknown site 'mlp_input'; the sites are layer_output, attention_output, mlp_output, attention_head_outputs",
+    ),
     (lambda s: s.ablation(CLEAN, [(2, 0)]), "layer 2 is out of range: this model has layers 0..1"),
     (lambda s: s.ablation(CLEAN, [(0, 4)]), "head 4 is out of range: each layer has heads 0..3"),
     (lambda s: s.ablation(CLEAN, [(0,)]), "ablate takes (layer, head) pairs of integers, got (0,)"),

@@ -33,12 +33,18 @@ def kernel_env(tmp_path_factory, monkeypatch_module):
     data = tmp_path_factory.mktemp("jupyter_data")
     spec = data / "kernels" / KERNEL
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "nnterp-widgets test (venv)",
-        "language": "python",
-    }))
-    monkeypatch_module.setenv("JUPYTER_PATH", os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH")])))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "nnterp-widgets test (venv)",
+                "language": "python",
+            }
+        )
+    )
+    monkeypatch_module.setenv(
+        "JUPYTER_PATH", os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH")]))
+    )
     return KERNEL
 
 
@@ -69,13 +75,20 @@ def test_notebook_runs(path, kernel_env, tmp_path):
     try:
         client.execute()
     except nbclient.exceptions.CellExecutionError as error:
-        failed = next((c for c in nb.cells if c.cell_type == "code" and any(
-            o.get("output_type") == "error" for o in c.get("outputs", []))), {})
+        failed = next(
+            (
+                c
+                for c in nb.cells
+                if c.cell_type == "code" and any(o.get("output_type") == "error" for o in c.get("outputs", []))
+            ),
+            {},
+        )
         pytest.fail(_failure(failed, error), pytrace=False)
     except nbclient.exceptions.CellTimeoutError as error:
         pytest.fail(f"a cell ran past {CELL_TIMEOUT} s: {error}", pytrace=False)
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.get("output_type") == "error"]
+    errors = [
+        o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"
+    ]
     assert errors == []
     # a notebook that ran produced something: every code cell got an execution count
     assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code" and "".join(c.source).strip())

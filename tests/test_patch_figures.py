@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from nnterp_widgets.session.intervention_results import (
-    PairLens, PatchResult, ablation_delta, normalized_effect,
+    PairLens,
+    PatchResult,
+    ablation_delta,
+    normalized_effect,
 )
 from nnterp_widgets.session.panels import LensPanel, Tokens
 from nnterp_widgets.widgets.patch_figures import pair_figure, patch_figure, patch_html
@@ -25,8 +28,19 @@ CORRUPTED = Tokens((1, 5, 3, 4), ("The", " Rome", " $x$", " in"))
 
 def result(site="layer_output", columns=4, **changes) -> PatchResult:
     patched = np.linspace(-1.0, 3.0, 3 * columns, dtype=np.float32).reshape(3, columns)
-    fields = dict(site=site, clean=CLEAN, corrupted=CORRUPTED, answer=7, foil=8, answer_text=" Paris",
-                  foil_text=" <b>Rome</b>", clean_metric=2.5, corrupted_metric=-0.5, patched=patched, requests=2)
+    fields = dict(
+        site=site,
+        clean=CLEAN,
+        corrupted=CORRUPTED,
+        answer=7,
+        foil=8,
+        answer_text=" Paris",
+        foil_text=" <b>Rome</b>",
+        clean_metric=2.5,
+        corrupted_metric=-0.5,
+        patched=patched,
+        requests=2,
+    )
     fields.update(changes)
     return PatchResult(**fields)
 
@@ -41,14 +55,17 @@ def test_effect_is_normalized_and_end_points_exact():
     assert heads.per_head and heads.column_labels() == ["head 0", "head 1"]
 
 
-@pytest.mark.parametrize("changes, message", [
-    (dict(site="mlp_input"), "unknown site 'mlp_input'; the sites are layer_output"),
-    (dict(corrupted=Tokens((1,), ("The",))), "the clean prompt has 4 tokens and the corrupted one 1"),
-    (dict(patched=np.zeros(4, np.float32)), "patched must be [layers, columns]"),
-    (dict(patched=np.zeros((3, 5), np.float32)), "patched has 5 columns for 4 positions"),
-    (dict(patched=np.full((3, 4), np.nan, np.float32)), "not finite"),
-    (dict(corrupted_metric=2.5), "the clean and corrupted metrics are equal"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(site="mlp_input"), "unknown site 'mlp_input'; the sites are layer_output"),
+        (dict(corrupted=Tokens((1,), ("The",))), "the clean prompt has 4 tokens and the corrupted one 1"),
+        (dict(patched=np.zeros(4, np.float32)), "patched must be [layers, columns]"),
+        (dict(patched=np.zeros((3, 5), np.float32)), "patched has 5 columns for 4 positions"),
+        (dict(patched=np.full((3, 4), np.nan, np.float32)), "not finite"),
+        (dict(corrupted_metric=2.5), "the clean and corrupted metrics are equal"),
+    ],
+)
 def test_patch_result_is_checked(changes, message):
     with pytest.raises(ValueError) as error:
         result(**changes)
@@ -103,9 +120,14 @@ def test_head_figure():
 
 def _lens(tokens: Tokens) -> LensPanel:
     layers, n, k = 3, len(tokens), 2
-    return LensPanel(tokens, np.zeros((layers, n, k), np.int64), np.full((layers, n, k), 0.5, np.float32),
-                     tuple(tuple(("a", "b") for _ in range(n)) for _ in range(layers)),
-                     np.zeros(k, np.int64), np.full(k, 0.5, np.float32))
+    return LensPanel(
+        tokens,
+        np.zeros((layers, n, k), np.int64),
+        np.full((layers, n, k), 0.5, np.float32),
+        tuple(tuple(("a", "b") for _ in range(n)) for _ in range(layers)),
+        np.zeros(k, np.int64),
+        np.full(k, 0.5, np.float32),
+    )
 
 
 def pair() -> PairLens:

@@ -10,10 +10,18 @@ import torch
 from nnterp_widgets.engine import platform
 
 
-@pytest.mark.parametrize("dtype, expected", [
-    ("float32", True), ("float", True), (torch.float32, True),
-    ("auto", False), ("bfloat16", False), (torch.float16, False), (None, False),
-])
+@pytest.mark.parametrize(
+    "dtype, expected",
+    [
+        ("float32", True),
+        ("float", True),
+        (torch.float32, True),
+        ("auto", False),
+        ("bfloat16", False),
+        (torch.float16, False),
+        (None, False),
+    ],
+)
 def test_float32_is_recognised_in_every_spelling(dtype, expected):
     assert platform.is_float32(dtype) is expected
 

@@ -44,7 +44,7 @@ def _hf_lens(path: str, prompt: str) -> torch.Tensor:
 
 
 def _assert_lens(lens, expected: torch.Tensor) -> None:
-    top = expected[:, lens.start:lens.stop].topk(lens.top_ids.shape[-1], dim=-1)
+    top = expected[:, lens.start : lens.stop].topk(lens.top_ids.shape[-1], dim=-1)
     np.testing.assert_array_equal(lens.top_ids, top.indices.cpu().numpy())
     np.testing.assert_allclose(lens.top_probs, top.values.cpu().numpy(), atol=1e-5)
 

@@ -24,6 +24,8 @@ def _click(x):
     from plotly.callbacks import Points
 
     return Points(point_inds=[0], xs=[x], ys=[0], trace_name="t", trace_index=0)
+
+
 MARKUP = "Paris <img src=x onerror=alert(1)> is"
 
 
@@ -75,8 +77,9 @@ def test_attention_view_shows_the_engines_pattern(session, explorer):
     assert session.engine_requests - before == 1
     view.layer = 9  # out of range: refused with a message, the view stays
     assert view.layer == 1 and "9" in view.message.value
-    np.testing.assert_allclose(heatmap_matrix(view.figure.data[0]),
-                               expected[("attention_probabilities", 1)][0, 0].cpu().numpy(), atol=1 / 255)
+    np.testing.assert_allclose(
+        heatmap_matrix(view.figure.data[0]), expected[("attention_probabilities", 1)][0, 0].cpu().numpy(), atol=1 / 255
+    )
 
 
 def test_a_new_prompt_keeps_the_layer_in_one_request(session, explorer):

@@ -28,8 +28,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 PROMPT = "The Eiffel Tower is in"
 #: Families checked first: those whose engine or kernels differ on a GPU.
-FIRST = ("qwen2", "gpt2", "deepseek_v2", "gpt_neox", "phi", "olmo3", "mpt", "gemma2", "falcon",
-         "bloom", "mixtral")
+FIRST = ("qwen2", "gpt2", "deepseek_v2", "gpt_neox", "phi", "olmo3", "mpt", "gemma2", "falcon", "bloom", "mixtral")
 #: Families that cannot serve float32 on a GPU, and why.
 BF16_ONLY = {
     "deepseek_v2": "vLLM's MLA backends reject float32 on the GPU",
@@ -61,8 +60,7 @@ def _compare(values: dict, reference: dict, attention: dict, family: str, bf16: 
     checks, failed, worst = 0, [], {}
     if values["input_ids"].tolist() != reference["input_ids"].tolist():
         failed.append("input_ids")
-    pairs = [(key, values[key], want) for key, want in reference.items()
-             if key not in ("input_ids",) and key in values]
+    pairs = [(key, values[key], want) for key, want in reference.items() if key not in ("input_ids",) and key in values]
     pairs += [(key, values[key], want) for key, want in attention.items() if key in values]
     for key, got, want in pairs:
         checks += 1
@@ -159,22 +157,34 @@ def _served_class(engine) -> str:
 
 def write(out: Path, rows: list[dict], meta: dict) -> None:
     (out / "families.json").write_text(json.dumps({"meta": meta, "families": rows}, indent=1))
-    lines = [f"# Families on {meta['device']} ({meta.get('gpu', '')})", "",
-             f"vllm {meta.get('vllm')}, torch {meta.get('torch')}, transformers {meta.get('transformers')}; "
-             f"prompt {PROMPT!r}; float32 held to {TOL}, bfloat16 to {BF16_SCALE:.0%} of each value's scale "
-             "and the same top-1 token.", "",
-             "| family | dtype | backend | served class | status | checks | failed | worst (value: max abs, rel. to scale) | start s |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Families on {meta['device']} ({meta.get('gpu', '')})",
+        "",
+        f"vllm {meta.get('vllm')}, torch {meta.get('torch')}, transformers {meta.get('transformers')}; "
+        f"prompt {PROMPT!r}; float32 held to {TOL}, bfloat16 to {BF16_SCALE:.0%} of each value's scale "
+        "and the same top-1 token.",
+        "",
+        "| family | dtype | backend | served class | status | checks | failed | worst (value: max abs, rel. to scale) | start s |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
-        worst = "; ".join(f"{name}: {w['max_abs']:.1e}, {w['rel_to_scale']:.1e}" for name, w in row.get("worst", {}).items())
+        worst = "; ".join(
+            f"{name}: {w['max_abs']:.1e}, {w['rel_to_scale']:.1e}" for name, w in row.get("worst", {}).items()
+        )
         failed = ", ".join(row.get("failed", [])) or row.get("error", "")
-        lines.append(f"| {row['family']} | {row['dtype']} | {row['backend']} | {row.get('vllm_class', '')} | "
-                     f"{row['status']} | {row.get('checks', '')} | {failed.replace('|', '/')} | {worst} | {row.get('start_s', '')} |")
+        lines.append(
+            f"| {row['family']} | {row['dtype']} | {row['backend']} | {row.get('vllm_class', '')} | "
+            f"{row['status']} | {row.get('checks', '')} | {failed.replace('|', '/')} | {worst} | {row.get('start_s', '')} |"
+        )
     counts = {}
     for row in rows:
         counts[row["status"]] = counts.get(row["status"], 0) + 1
-    lines += ["", "Totals: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-              + (f"; not reached (budget): {', '.join(meta['not_reached'])}" if meta.get("not_reached") else "")]
+    lines += [
+        "",
+        "Totals: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        + (f"; not reached (budget): {', '.join(meta['not_reached'])}" if meta.get("not_reached") else ""),
+    ]
     (out / "families.md").write_text("\n".join(lines) + "\n")
 
 
@@ -211,9 +221,13 @@ def main(argv: list[str] | None = None) -> int:
         version = vllm.__version__
     except Exception:  # noqa: BLE001
         version = "?"
-    meta = {"device": args.device, "vllm": version, "torch": torch.__version__,
-            "transformers": transformers.__version__,
-            "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu"}
+    meta = {
+        "device": args.device,
+        "vllm": version,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
+    }
     began, rows = time.monotonic(), []
     for index, family in enumerate(order):
         if args.budget and time.monotonic() - began > args.budget:
@@ -222,14 +236,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[families] {family} ...", flush=True)
         row = run_family(family, args.device)
         rows.append(row)
-        print(f"[families] {family}: {row['status']} ({row.get('checks', 0)} checks, "
-              f"failed {row.get('failed') or row.get('error', '-')}) in {row.get('total_s', '?')} s", flush=True)
+        print(
+            f"[families] {family}: {row['status']} ({row.get('checks', 0)} checks, "
+            f"failed {row.get('failed') or row.get('error', '-')}) in {row.get('total_s', '?')} s",
+            flush=True,
+        )
         write(out, rows, meta)
     write(out, rows, meta)
     statuses = [row["status"] for row in rows]
-    print(f"[families] pass {statuses.count('pass')}, fail {statuses.count('fail')}, "
-          f"error {statuses.count('error')}, not run {statuses.count('not run')}, "
-          f"not reached {len(meta.get('not_reached', []))}", flush=True)
+    print(
+        f"[families] pass {statuses.count('pass')}, fail {statuses.count('fail')}, "
+        f"error {statuses.count('error')}, not run {statuses.count('not run')}, "
+        f"not reached {len(meta.get('not_reached', []))}",
+        flush=True,
+    )
     return 0 if not {"fail", "error"} & set(statuses) else 1
 
 

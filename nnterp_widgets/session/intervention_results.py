@@ -55,7 +55,9 @@ class PatchResult:
         if self.site not in SITES:
             raise ValueError(f"unknown site {self.site!r}; the sites are {', '.join(SITES)}")
         if len(self.clean) != len(self.corrupted):
-            raise ValueError(f"the clean prompt has {len(self.clean)} tokens and the corrupted one {len(self.corrupted)}")
+            raise ValueError(
+                f"the clean prompt has {len(self.clean)} tokens and the corrupted one {len(self.corrupted)}"
+            )
         patched = np.asarray(self.patched)
         if patched.ndim != 2 or patched.shape[0] < 1:
             raise ValueError(f"patched must be [layers, columns], got shape {patched.shape}")
@@ -83,8 +85,9 @@ class PatchResult:
     @property
     def end_points(self) -> tuple[float, float]:
         """The effect of the clean and of the corrupted run: 1.0 and 0.0."""
-        ends = normalized_effect(np.array([self.clean_metric, self.corrupted_metric]),
-                                 self.clean_metric, self.corrupted_metric)
+        ends = normalized_effect(
+            np.array([self.clean_metric, self.corrupted_metric]), self.clean_metric, self.corrupted_metric
+        )
         return float(ends[0]), float(ends[1])
 
     def column_labels(self) -> list[str]:
@@ -116,7 +119,7 @@ class AblationDelta:
     @property
     def delta(self) -> np.ndarray:
         """ablated - clean probability of each of the clean top-k (float32)."""
-        return (np.asarray(self.ablated, np.float32) - np.asarray(self.clean, np.float32))
+        return np.asarray(self.ablated, np.float32) - np.asarray(self.clean, np.float32)
 
     @property
     def top1_delta(self) -> float:
@@ -134,8 +137,13 @@ def ablation_delta(clean_probs, ablated_probs, heads=(), k: int = 5) -> Ablation
     k = min(k, clean.size)
     ids = np.argsort(-clean, kind="stable")[:k]
     ablated_ids = np.argsort(-ablated, kind="stable")[:k]
-    return AblationDelta(tuple((int(l), int(h)) for l, h in heads), ids.astype(np.int64), clean[ids],
-                         ablated[ids], ablated_ids.astype(np.int64))
+    return AblationDelta(
+        tuple((int(l), int(h)) for l, h in heads),
+        ids.astype(np.int64),
+        clean[ids],
+        ablated[ids],
+        ablated_ids.astype(np.int64),
+    )
 
 
 @dataclass(frozen=True)

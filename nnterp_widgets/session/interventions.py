@@ -37,7 +37,12 @@ import numpy as np
 import torch
 
 from .intervention_results import (
-    HEAD_SITES, SITES, AblationDelta, PairLens, PatchResult, ablation_delta,
+    HEAD_SITES,
+    SITES,
+    AblationDelta,
+    PairLens,
+    PatchResult,
+    ablation_delta,
 )
 from .panels import LensPanel, Tokens
 from .probe import check_prompt
@@ -69,8 +74,12 @@ NO_DIFFERENCE = (
     "there is nothing for a patch to restore"
 )
 
-_SITE_HOST = {"layer_output": "", "attention_output": "self_attn", "mlp_output": "mlp",
-              "attention_head_outputs": "self_attn"}
+_SITE_HOST = {
+    "layer_output": "",
+    "attention_output": "self_attn",
+    "mlp_output": "mlp",
+    "attention_head_outputs": "self_attn",
+}
 
 
 class InterventionError(ValueError):
@@ -85,8 +94,11 @@ def check_heads(model, heads) -> tuple[tuple[int, int], ...]:
     is not a pair of ints or is out of range, or the model serves no head outputs."""
     chosen = set()
     for item in heads:
-        if (not isinstance(item, (tuple, list)) or len(item) != 2
-                or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in item)):
+        if (
+            not isinstance(item, (tuple, list))
+            or len(item) != 2
+            or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in item)
+        ):
             raise InterventionError(HEADS_NOT_PAIRS.format(item=item))
         layer, head = int(item[0]), int(item[1])
         if not 0 <= layer < model.num_layers:
@@ -232,8 +244,9 @@ def _metric(logits) -> float:
     return float(logits[0] - logits[1])
 
 
-def patch(model, clean: str, corrupted: str, answer, foil, site: str = "layer_output",
-          chunk: int = PATCH_INVOKES) -> PatchResult:
+def patch(
+    model, clean: str, corrupted: str, answer, foil, site: str = "layer_output", chunk: int = PATCH_INVOKES
+) -> PatchResult:
     """Patch the clean run's ``site`` into the corrupted run, cell by cell: a `PatchResult`.
 
     A cell is (layer, position), or (layer, head) for ``attention_head_outputs`` (every
@@ -242,7 +255,8 @@ def patch(model, clean: str, corrupted: str, answer, foil, site: str = "layer_ou
     if site not in SITES:
         raise InterventionError(UNKNOWN_SITE.format(site=site, sites=", ".join(SITES)))
     clean_ids, corrupted_ids, (answer_id, answer_text), (foil_id, foil_text) = check_pair(
-        model, clean, corrupted, answer, foil)
+        model, clean, corrupted, answer, foil
+    )
     _check_site(model, site)
     if chunk < 1:
         raise InterventionError(f"chunk must be at least 1, got {chunk}")
@@ -257,17 +271,26 @@ def patch(model, clean: str, corrupted: str, answer, foil, site: str = "layer_ou
     patched = np.empty(len(cells), dtype=np.float32)
     requests = 1
     for start in range(0, len(cells), chunk):
-        part = cells[start:start + chunk]
-        slices = [values[layer][:, :, column].clone() if site in HEAD_SITES else values[layer][:, column].clone()
-                  for layer, column in part]
+        part = cells[start : start + chunk]
+        slices = [
+            values[layer][:, :, column].clone() if site in HEAD_SITES else values[layer][:, column].clone()
+            for layer, column in part
+        ]
         rows = _sweep(model, corrupted, site, pair, part, slices)
         requests += 1
-        patched[start:start + len(part)] = [_metric(row) for row in rows]
+        patched[start : start + len(part)] = [_metric(row) for row in rows]
     return PatchResult(
-        site=site, clean=_tokens(model, clean_ids), corrupted=_tokens(model, corrupted_ids),
-        answer=answer_id, foil=foil_id, answer_text=answer_text, foil_text=foil_text,
-        clean_metric=clean_metric, corrupted_metric=corrupted_metric,
-        patched=patched.reshape(model.num_layers, columns), requests=requests,
+        site=site,
+        clean=_tokens(model, clean_ids),
+        corrupted=_tokens(model, corrupted_ids),
+        answer=answer_id,
+        foil=foil_id,
+        answer_text=answer_text,
+        foil_text=foil_text,
+        clean_metric=clean_metric,
+        corrupted_metric=corrupted_metric,
+        patched=patched.reshape(model.num_layers, columns),
+        requests=requests,
     )
 
 
@@ -294,14 +317,21 @@ def _lens_panel(model, ids, found: dict) -> LensPanel:
     top_ids = torch.stack(found["ids"]).cpu().numpy().astype(np.int64)
     texts = tuple(tuple(tuple(decode([int(i)]) for i in cell) for cell in row) for row in top_ids)
     probs, model_ids = found["model"]
-    return LensPanel(_tokens(model, ids), top_ids, torch.stack(found["probs"]).cpu().numpy().astype(np.float32),
-                     texts, model_ids.cpu().numpy().astype(np.int64), probs.cpu().numpy().astype(np.float32))
+    return LensPanel(
+        _tokens(model, ids),
+        top_ids,
+        torch.stack(found["probs"]).cpu().numpy().astype(np.float32),
+        texts,
+        model_ids.cpu().numpy().astype(np.int64),
+        probs.cpu().numpy().astype(np.float32),
+    )
 
 
 def compare(model, first: str, second: str, answer, foil, k: int = LENS_K) -> PairLens:
     """One request, two invokes: both prompts' lens and logit(answer) - logit(foil) per cell."""
     first_ids, second_ids, (answer_id, answer_text), (foil_id, foil_text) = check_pair(
-        model, first, second, answer, foil)
+        model, first, second, answer, foil
+    )
     pair = [answer_id, foil_id]
     with model.trace(**GREEDY) as tracer:
         out = dict().save()
@@ -315,13 +345,27 @@ def compare(model, first: str, second: str, answer, foil, k: int = LENS_K) -> Pa
             out["second"] = theirs
     a, b = out["first"], out["second"]
     return PairLens(
-        _lens_panel(model, first_ids, a), _lens_panel(model, second_ids, b), answer_id, foil_id,
-        answer_text, foil_text,
-        torch.stack(a["diff"]).cpu().numpy(), torch.stack(b["diff"]).cpu().numpy(),
+        _lens_panel(model, first_ids, a),
+        _lens_panel(model, second_ids, b),
+        answer_id,
+        foil_id,
+        answer_text,
+        foil_text,
+        torch.stack(a["diff"]).cpu().numpy(),
+        torch.stack(b["diff"]).cpu().numpy(),
     )
 
 
 __all__ = [
-    "GREEDY", "PATCH_INVOKES", "InterventionError", "ablate_heads", "ablation", "check_heads",
-    "check_pair", "compare", "one_token", "patch", "patch_requests",
+    "GREEDY",
+    "PATCH_INVOKES",
+    "InterventionError",
+    "ablate_heads",
+    "ablation",
+    "check_heads",
+    "check_pair",
+    "compare",
+    "one_token",
+    "patch",
+    "patch_requests",
 ]

@@ -143,8 +143,10 @@ class AttentionPanel:
     def __post_init__(self) -> None:
         count = len(self.tokens)
         if self.quantized.dtype != np.uint8 or self.quantized.shape[1:] != (count, count):
-            raise ValueError(f"a pattern must be uint8 [heads, {count}, {count}]; got "
-                             f"{self.quantized.dtype} {list(self.quantized.shape)}")
+            raise ValueError(
+                f"a pattern must be uint8 [heads, {count}, {count}]; got "
+                f"{self.quantized.dtype} {list(self.quantized.shape)}"
+            )
 
     @classmethod
     def from_probabilities(cls, tokens: Tokens, layer: int, num_layers: int, pattern: np.ndarray) -> "AttentionPanel":

@@ -82,8 +82,10 @@ def lens_window(tokens: int, window: Any = None) -> tuple[int, int]:
     if not 0 <= start < stop <= tokens:
         raise ProbeError(f"lens window {start}..{stop} is outside this prompt's positions 0..{tokens}")
     if stop - start > MAX_LENS_WINDOW:
-        raise ProbeError(f"lens window {start}..{stop} is {stop - start} positions wide; at most "
-                         f"{MAX_LENS_WINDOW} at once (each costs a full-vocabulary projection per layer)")
+        raise ProbeError(
+            f"lens window {start}..{stop} is {stop - start} positions wide; at most "
+            f"{MAX_LENS_WINDOW} at once (each costs a full-vocabulary projection per layer)"
+        )
     return start, stop
 
 
@@ -128,8 +130,15 @@ def check_ablate(model, ablate: Sequence) -> tuple[tuple[int, int], ...]:
 
 #: Values of a block that its own heads' ablation cannot change (read before the heads'
 #: outputs exist), so a request reading them ablates that block after the read.
-BEFORE_HEAD_OUTPUTS = ("layer_input", "attention_queries", "attention_keys", "attention_values",
-                       "attention_scores", "attention_probabilities", "attention_head_outputs")
+BEFORE_HEAD_OUTPUTS = (
+    "layer_input",
+    "attention_queries",
+    "attention_keys",
+    "attention_values",
+    "attention_scores",
+    "attention_probabilities",
+    "attention_head_outputs",
+)
 
 
 def _ablate(model, heads: tuple, layer: int) -> None:
@@ -165,8 +174,14 @@ def pattern_payload(probabilities: torch.Tensor) -> tuple[torch.Tensor, torch.Te
 def summarize(value: Any, axis: int | None, rows: int = PREVIEW_ROWS, cols: int = PREVIEW_COLS) -> dict:
     """Shape, dtype, stats and a ``[rows, cols]`` preview (token positions on the rows), on the CPU."""
     if isinstance(value, torch.Size):
-        return {"shape": [len(value)], "dtype": "torch.Size", "stats": {},
-                "preview": torch.tensor([list(value)], dtype=torch.float32), "rows": [0], "total": len(value)}
+        return {
+            "shape": [len(value)],
+            "dtype": "torch.Size",
+            "stats": {},
+            "preview": torch.tensor([list(value)], dtype=torch.float32),
+            "rows": [0],
+            "total": len(value),
+        }
     tensor = value.detach()
     as_float = tensor.float()
     finite = as_float[torch.isfinite(as_float)]
@@ -201,8 +216,16 @@ def summarize(value: Any, axis: int | None, rows: int = PREVIEW_ROWS, cols: int 
 # -- the requests ------------------------------------------------------------------------
 
 
-def run_prompt(model, prompt: str, *, layer: int | None = None, window: Any = None, ablate: Sequence = (),
-               k: int = LENS_K, max_bytes: int = MAX_RESULT_BYTES) -> PromptResult:
+def run_prompt(
+    model,
+    prompt: str,
+    *,
+    layer: int | None = None,
+    window: Any = None,
+    ablate: Sequence = (),
+    k: int = LENS_K,
+    max_bytes: int = MAX_RESULT_BYTES,
+) -> PromptResult:
     """What the explorer paints first, for ``prompt``: one trace.
 
     ``layer``: the layer whose pattern comes with it (the first that has one by
@@ -221,7 +244,9 @@ def run_prompt(model, prompt: str, *, layer: int | None = None, window: Any = No
     estimate = lens_bytes(num_layers, stop - start, k) + count * 8
     if shown is not None:
         estimate += pattern_bytes(model.num_heads, count)
-    check_size(estimate, max_bytes, "shorten the prompt (the shown layer's pattern grows with the square of its length)")
+    check_size(
+        estimate, max_bytes, "shorten the prompt (the shown layer's pattern grows with the square of its length)"
+    )
     with model.trace(prompt, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
@@ -247,15 +272,19 @@ def run_prompt(model, prompt: str, *, layer: int | None = None, window: Any = No
 probe = run_prompt
 
 
-def run_attention(model, prompt: str, layer: int, *, ablate: Sequence = (),
-                  max_bytes: int = MAX_RESULT_BYTES) -> AttentionPanel:
+def run_attention(
+    model, prompt: str, layer: int, *, ablate: Sequence = (), max_bytes: int = MAX_RESULT_BYTES
+) -> AttentionPanel:
     """Layer ``layer``'s pattern for ``prompt`` (a layer switch): one trace."""
     ids = check_prompt(model, prompt)
     heads = check_ablate(model, ablate)
     layer = int(layer)
     check_layer(model, layer)
-    check_size(pattern_bytes(model.num_heads, len(ids)), max_bytes,
-               "shorten the prompt (a layer's pattern grows with the square of its length)")
+    check_size(
+        pattern_bytes(model.num_heads, len(ids)),
+        max_bytes,
+        "shorten the prompt (a layer's pattern grows with the square of its length)",
+    )
     with model.trace(prompt, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
@@ -265,8 +294,16 @@ def run_attention(model, prompt: str, layer: int, *, ablate: Sequence = (),
     return _attention(_tokens(model, out["input_ids"]), layer, model.num_layers, out["pattern"])
 
 
-def run_lens(model, prompt: str, start: int, stop: int, *, ablate: Sequence = (), k: int = LENS_K,
-             max_bytes: int = MAX_RESULT_BYTES) -> LensPanel:
+def run_lens(
+    model,
+    prompt: str,
+    start: int,
+    stop: int,
+    *,
+    ablate: Sequence = (),
+    k: int = LENS_K,
+    max_bytes: int = MAX_RESULT_BYTES,
+) -> LensPanel:
     """The lens over positions ``start .. stop - 1`` of ``prompt``: one trace."""
     ids = check_prompt(model, prompt)
     heads = check_ablate(model, ablate)
@@ -284,8 +321,9 @@ def run_lens(model, prompt: str, start: int, stop: int, *, ablate: Sequence = ()
     return _lens(model, _tokens(model, out["input_ids"]), out["lens"], out["model_top"], start)
 
 
-def run_value(model, prompt: str, value_id: str, *, ablate: Sequence = (),
-              max_bytes: int = MAX_RESULT_BYTES) -> ValueSummary:
+def run_value(
+    model, prompt: str, value_id: str, *, ablate: Sequence = (), max_bytes: int = MAX_RESULT_BYTES
+) -> ValueSummary:
     """A summary of one standard value (``model.model.layers.0.mlp.mlp_output``) for ``prompt``."""
     check_prompt(model, prompt)
     heads = check_ablate(model, ablate)
@@ -354,5 +392,6 @@ def _lens(model, tokens: Tokens, rows: list, model_top: tuple, start: int) -> Le
 
     top_texts = tuple(tuple(tuple(text(int(i)) for i in cell) for cell in row) for row in top_ids)
     model_probs, model_ids = model_top
-    return LensPanel(tokens, top_ids, probs, top_texts, _numpy(model_ids, np.int64),
-                     _numpy(model_probs, np.float32), start)
+    return LensPanel(
+        tokens, top_ids, probs, top_texts, _numpy(model_ids, np.int64), _numpy(model_probs, np.float32), start
+    )

@@ -163,8 +163,9 @@ class Session:
         """Run ``fn(engine)`` on the worker; coalesced per ``key`` (newest wins)."""
         return self._worker.submit(key, fn)
 
-    def prompt(self, text: str, key: str = "prompt", *, layer: int | None = None, window: Any = None,
-               ablate: Sequence = ()) -> Future:
+    def prompt(
+        self, text: str, key: str = "prompt", *, layer: int | None = None, window: Any = None, ablate: Sequence = ()
+    ) -> Future:
         """What the explorer paints for ``text``: one engine request, a `PromptResult`.
 
         The tokens, the model's prediction, the lens over ``window`` (the last positions
@@ -175,8 +176,10 @@ class Session:
         self._worker.drop(lambda pending: pending.startswith(f"{key}:"))
         heads = _heads(ablate)
         limit = self.max_result_bytes
-        future = self.request(key, lambda engine: probe.run_prompt(
-            engine, text, layer=layer, window=window, ablate=heads, max_bytes=limit))
+        future = self.request(
+            key,
+            lambda engine: probe.run_prompt(engine, text, layer=layer, window=window, ablate=heads, max_bytes=limit),
+        )
 
         def remember(done: Future) -> None:
             if done.cancelled() or done.exception() is not None:
@@ -194,22 +197,31 @@ class Session:
         """Layer ``layer``'s `AttentionPanel` for ``text``: one request, cached."""
         heads = _heads(ablate)
         limit = self.max_result_bytes
-        return self._cached(("attention", text, heads, int(layer)), f"{key}:attention",
-                            lambda engine: probe.run_attention(engine, text, layer, ablate=heads, max_bytes=limit))
+        return self._cached(
+            ("attention", text, heads, int(layer)),
+            f"{key}:attention",
+            lambda engine: probe.run_attention(engine, text, layer, ablate=heads, max_bytes=limit),
+        )
 
     def lens(self, text: str, start: int, stop: int, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
         """The `LensPanel` over positions ``start .. stop - 1`` of ``text``: one request, cached."""
         heads = _heads(ablate)
         limit = self.max_result_bytes
-        return self._cached(("lens", text, heads, int(start), int(stop)), f"{key}:lens",
-                            lambda engine: probe.run_lens(engine, text, start, stop, ablate=heads, max_bytes=limit))
+        return self._cached(
+            ("lens", text, heads, int(start), int(stop)),
+            f"{key}:lens",
+            lambda engine: probe.run_lens(engine, text, start, stop, ablate=heads, max_bytes=limit),
+        )
 
     def value(self, text: str, value_id: str, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
         """A `ValueSummary` of one standard value for ``text`` (shape, dtype, stats, preview): cached."""
         heads = _heads(ablate)
         limit = self.max_result_bytes
-        return self._cached(("value", text, heads, value_id), f"{key}:value",
-                            lambda engine: probe.run_value(engine, text, value_id, ablate=heads, max_bytes=limit))
+        return self._cached(
+            ("value", text, heads, value_id),
+            f"{key}:value",
+            lambda engine: probe.run_value(engine, text, value_id, ablate=heads, max_bytes=limit),
+        )
 
     def _cached(self, entry: tuple, key: str, fn: Callable[[Any], Any]) -> Future:
         with self._cache_lock:
@@ -220,7 +232,10 @@ class Session:
                 return done
         future = self.request(key, fn)
         future.add_done_callback(
-            lambda done: None if done.cancelled() or done.exception() is not None else self._remember(entry, done.result()))
+            lambda done: (
+                None if done.cancelled() or done.exception() is not None else self._remember(entry, done.result())
+            )
+        )
         return future
 
     def _remember(self, entry: tuple, value: Any) -> None:
@@ -244,8 +259,7 @@ class Session:
         return self._engine().describe(tokens)
 
     # Interventions (issue 17): each one call on the worker; see `interventions`.
-    def patch(self, clean: str, corrupted: str, answer, foil, site: str = "layer_output",
-              key: str = "patch") -> Future:
+    def patch(self, clean: str, corrupted: str, answer, foil, site: str = "layer_output", key: str = "patch") -> Future:
         """Activation patching, clean into corrupted at every (layer, position) of ``site``
         (per head for ``attention_head_outputs``); resolves to a `PatchResult`."""
         return self.request(key, lambda engine: patch(engine, clean, corrupted, answer, foil, site))
@@ -258,8 +272,9 @@ class Session:
         """``text`` with ``heads`` zeroed against the clean run; resolves to an `AblationDelta`."""
         return self.request(key, lambda engine: ablation(engine, text, heads))
 
-    def generate(self, prompt: str, max_tokens: int = GENERATE_TOKENS, *, target=None,
-                 key: str = "generate", **sampling: Any) -> Future:
+    def generate(
+        self, prompt: str, max_tokens: int = GENERATE_TOKENS, *, target=None, key: str = "generate", **sampling: Any
+    ) -> Future:
         """One engine request: ``prompt``, then up to ``max_tokens`` tokens (greedy unless
         ``sampling``, vLLM's sampling settings, says otherwise); resolves to a
         `GenerationResult`. ``target`` (a token id or one token's text) adds its

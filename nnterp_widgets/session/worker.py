@@ -47,8 +47,9 @@ class EngineWorker:
             outcome is its future's.
     """
 
-    def __init__(self, opener: Callable[[], Any], on_status: Listener | None = None,
-                 max_pending: int = MAX_PENDING) -> None:
+    def __init__(
+        self, opener: Callable[[], Any], on_status: Listener | None = None, max_pending: int = MAX_PENDING
+    ) -> None:
         self._opener = opener
         self._on_status = on_status or (lambda status: None)
         self._max_pending = max_pending
@@ -153,9 +154,12 @@ class EngineWorker:
             result = fn(self.engine)
         except BaseException as error:  # noqa: BLE001 - delivered to the one who asked
             if not getattr(self.engine, "alive", True):
-                future.set_exception(EngineDied(
-                    f"the engine's process died while serving {key!r} ({type(error).__name__}); "
-                    "it is being reopened, and the next request will be served"))
+                future.set_exception(
+                    EngineDied(
+                        f"the engine's process died while serving {key!r} ({type(error).__name__}); "
+                        "it is being reopened, and the next request will be served"
+                    )
+                )
                 try:
                     self._reopen("the engine's process died")
                 except BaseException as reopen_error:  # noqa: BLE001

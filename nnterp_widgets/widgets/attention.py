@@ -46,8 +46,16 @@ class AttentionView(PlotPanel):
     head = traitlets.Int(0)
     ablated = traitlets.Tuple()
 
-    def __init__(self, result: PromptResult | None = None, layer: int = 0, head: int = 0, *,
-                 session: Any = None, key: str = "attention", **kwargs):
+    def __init__(
+        self,
+        result: PromptResult | None = None,
+        layer: int = 0,
+        head: int = 0,
+        *,
+        session: Any = None,
+        key: str = "attention",
+        **kwargs,
+    ):
         self._panel: AttentionPanel | None = None
         self._notes: list = []
         self.session = session
@@ -60,15 +68,18 @@ class AttentionView(PlotPanel):
         self.head_input = ipywidgets.IntText(value=head, description="head", layout=ipywidgets.Layout(width="150px"))
         self.range_label = ipywidgets.Label("")
         self.ablate_mode = ipywidgets.ToggleButton(
-            value=False, description="ablate mode", tooltip="on: a click on the head grid toggles that head's ablation")
+            value=False, description="ablate mode", tooltip="on: a click on the head grid toggles that head's ablation"
+        )
         self.clear_ablation = ipywidgets.Button(description="clear ablation", tooltip="ablate no head")
         self.ablated_label = ipywidgets.Label("")
         self.clear_ablation.on_click(lambda button: setattr(self, "ablated", ()))
         self.figure = go.FigureWidget()
         self.grid = go.FigureWidget()
         super().__init__(
-            [ipywidgets.HBox([self.layer_input, self.head_input, self.range_label]),
-             ipywidgets.HBox([self.ablate_mode, self.clear_ablation, self.ablated_label])],
+            [
+                ipywidgets.HBox([self.layer_input, self.head_input, self.range_label]),
+                ipywidgets.HBox([self.ablate_mode, self.clear_ablation, self.ablated_label]),
+            ],
             [self.figure, self.grid],
             **kwargs,
         )
@@ -127,12 +138,16 @@ class AttentionView(PlotPanel):
         elif self.session is None and result.attention is not None and result.attention.layer != layer:
             # Nothing to ask a layer of: show the one the result came with.
             if layer not in layers:
-                notes.append(f"layer {layer} is not in this prompt (layers {layers[0]}..{layers[-1]}); "
-                             f"showing layers[{result.attention.layer}]")
+                notes.append(
+                    f"layer {layer} is not in this prompt (layers {layers[0]}..{layers[-1]}); "
+                    f"showing layers[{result.attention.layer}]"
+                )
             layer = result.attention.layer
         elif layer not in layers:
             new = min(layers, key=lambda known: (abs(known - layer), known))
-            notes.append(f"layer {layer} is not in this prompt (layers {layers[0]}..{layers[-1]}); showing layers[{new}]")
+            notes.append(
+                f"layer {layer} is not in this prompt (layers {layers[0]}..{layers[-1]}); showing layers[{new}]"
+            )
             layer = new
         with self._hold():
             self.layer, self.selected_token = layer, selected
@@ -171,7 +186,9 @@ class AttentionView(PlotPanel):
             return value
         heads = self._panel.num_heads
         if not 0 <= value < heads:
-            return self._refuse(f"head {value} is out of range: layers[{self._panel.layer}] has heads 0..{heads - 1}", self.head)
+            return self._refuse(
+                f"head {value} is out of range: layers[{self._panel.layer}] has heads 0..{heads - 1}", self.head
+            )
         return value
 
     # ------------------------------------------------------------------ the layer's panel
@@ -216,7 +233,9 @@ class AttentionView(PlotPanel):
         self._panel = panel
         if not 0 <= self.head < panel.num_heads:
             new = min(max(self.head, 0), panel.num_heads - 1)
-            notes.append(f"head {self.head} is out of range (layers[{layer}] has heads 0..{panel.num_heads - 1}); showing head {new}")
+            notes.append(
+                f"head {self.head} is out of range (layers[{layer}] has heads 0..{panel.num_heads - 1}); showing head {new}"
+            )
             with self._hold():
                 self.head = new
             self._sync_inputs()
@@ -283,4 +302,6 @@ class AttentionView(PlotPanel):
 
     def _on_ablated(self, change) -> None:
         heads = change["new"]
-        self.ablated_label.value = ("ablated: " + ", ".join(f"L{layer}H{head}" for layer, head in heads)) if heads else ""
+        self.ablated_label.value = (
+            ("ablated: " + ", ".join(f"L{layer}H{head}" for layer, head in heads)) if heads else ""
+        )

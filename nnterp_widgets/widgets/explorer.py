@@ -48,8 +48,9 @@ class Explorer(widgets.VBox):
         self._lock = threading.Lock()
         self._last_error: BaseException | None = None
         self._closed = False
-        self.prompt_box = widgets.Text(value=prompt, description="prompt", continuous_update=False,
-                                       layout=widgets.Layout(width="70%"))
+        self.prompt_box = widgets.Text(
+            value=prompt, description="prompt", continuous_update=False, layout=widgets.Layout(width="70%")
+        )
         self.run_button = widgets.Button(description="run", tooltip="run the prompt (Enter)")
         self.status_line = widgets.Label(value="")
         self.ablation_line = widgets.Label(value="")  # the ablated run against the clean one
@@ -118,8 +119,11 @@ class Explorer(widgets.VBox):
         except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
             self._ablation_landed(run, error, None)
             return
-        future.add_done_callback(lambda done: self._kernel.call(
-            self._ablation_landed, run, None if done.cancelled() else done.exception(), done))
+        future.add_done_callback(
+            lambda done: self._kernel.call(
+                self._ablation_landed, run, None if done.cancelled() else done.exception(), done
+            )
+        )
 
     def _ablation_landed(self, run: int, error: BaseException | None, future) -> None:
         if self._closed or run != self._latest or (future is not None and future.cancelled()):
@@ -132,8 +136,10 @@ class Explorer(widgets.VBox):
             delta = self.ablation = future.result()
             token = self.session.tokenizer().decode([int(delta.ids[0])])
             heads = ", ".join(f"L{layer}H{head}" for layer, head in delta.heads)
-            self.ablation_line.value = (f"ablating {heads}: p({token!r}) {float(delta.clean[0]):.4f} → "
-                                        f"{float(delta.ablated[0]):.4f} (Δ {delta.top1_delta:+.4f})")
+            self.ablation_line.value = (
+                f"ablating {heads}: p({token!r}) {float(delta.clean[0]):.4f} → "
+                f"{float(delta.ablated[0]):.4f} (Δ {delta.top1_delta:+.4f})"
+            )
         self._ablation_done.set()
 
     def wait_ablation(self, timeout: float | None = 300):
@@ -196,7 +202,9 @@ class Explorer(widgets.VBox):
             self.selected_token = -1
         for panel in self.panels:
             panel.update(result)
-        self._set_status(State.IDLE, f"{len(result.tokens)} tokens · engine requests so far: {self.session.engine_requests}")
+        self._set_status(
+            State.IDLE, f"{len(result.tokens)} tokens · engine requests so far: {self.session.engine_requests}"
+        )
 
     def _set_status(self, state: State, message: str) -> None:
         prefix = {State.ERROR: "⚠ ", State.BUSY: "… "}.get(state, "")
@@ -228,7 +236,15 @@ class Explorer(widgets.VBox):
 
         if self.result is None:
             raise RuntimeError("no prompt has landed yet: call explorer.wait() first")
-        return export_html(self.result, self.tree.tree, attention=self.attention.panel, head=self.attention.head,
-                           lens=self.lens.panel,
-                           selected_token=self.selected_token, selected=self.tree.selected,
-                           preview=self.tree.preview, preview_data=self.tree.preview_data, path=path)
+        return export_html(
+            self.result,
+            self.tree.tree,
+            attention=self.attention.panel,
+            head=self.attention.head,
+            lens=self.lens.panel,
+            selected_token=self.selected_token,
+            selected=self.tree.selected,
+            preview=self.tree.preview,
+            preview_data=self.tree.preview_data,
+            path=path,
+        )

@@ -146,8 +146,14 @@ def export_html(
 def _plots(figures: Sequence[tuple], plotlyjs: bool = True) -> list[str]:
     """``(key, figure)`` s as plotly's HTML (div ``nnw-{key}``); plotly.js inline with the first."""
     return [
-        pio.to_html(fig, include_plotlyjs=plotlyjs and index == 0, full_html=False, div_id=f"nnw-{key}",
-                    config=_FIGURE_CONFIG, validate=False)
+        pio.to_html(
+            fig,
+            include_plotlyjs=plotlyjs and index == 0,
+            full_html=False,
+            div_id=f"nnw-{key}",
+            config=_FIGURE_CONFIG,
+            validate=False,
+        )
         for index, (key, fig) in enumerate(figures)
     ]
 
@@ -187,13 +193,17 @@ def _step_row(result: GenerationResult, index: int, shown: int) -> str:
     for name, reason in step.unavailable().items():
         if name not in prefill:
             lost.setdefault(reason, []).append(name)
-    served = "; ".join(f'{_e(", ".join(names))}: <span class="off">{_e(reason)}</span>' for reason, names in lost.items())
+    served = "; ".join(
+        f'{_e(", ".join(names))}: <span class="off">{_e(reason)}</span>' for reason, names in lost.items()
+    )
     top = ", ".join(f"{_e(show_token(text))} {float(p):.3f}" for text, p in zip(step.model_texts, step.model_probs))
     kind = "prefill" if step.is_prefill else "decode"
-    return (f'<tr class="step{" selected" if index == shown else ""}" data-step="{index}">'
-            f"<td>{index}</td><td>{kind}</td><td>{step.position}</td>"
-            f'<td><span class="chip">{_e(show_token(step.text))}</span></td><td>{top}</td>'
-            f'<td>{served or "every value served on the prefill"}</td></tr>')
+    return (
+        f'<tr class="step{" selected" if index == shown else ""}" data-step="{index}">'
+        f"<td>{index}</td><td>{kind}</td><td>{step.position}</td>"
+        f'<td><span class="chip">{_e(show_token(step.text))}</span></td><td>{top}</td>'
+        f"<td>{served or 'every value served on the prefill'}</td></tr>"
+    )
 
 
 def generation_section(result: GenerationResult, step: int | None = None, *, plotlyjs: bool = True) -> str:
@@ -204,8 +214,9 @@ def generation_section(result: GenerationResult, step: int | None = None, *, plo
     plotly.js with the first figure (not when the page has it already)."""
     shown = -1 if step is None else result.step(step).index
     start = result.prompt_length
-    chips = (_chips(result.tokens.texts[:start])
-             + _chips(result.generated.texts, start, start + shown if shown >= 0 else -1, " generated"))
+    chips = _chips(result.tokens.texts[:start]) + _chips(
+        result.generated.texts, start, start + shown if shown >= 0 else -1, " generated"
+    )
     rows = "".join(_step_row(result, i, shown) for i in range(len(result.steps)))
     figures = [("generation-lens", generation_lens_figure(result, step))]
     for mode in result.modes.modes():
@@ -213,16 +224,19 @@ def generation_section(result: GenerationResult, step: int | None = None, *, plo
             figures.append((f"generation-{mode}", lens_mode_figure(result.modes, mode, shown, axis_title=STEP_AXIS)))
     settings = ", ".join(f"{key}={value!r}" for key, value in result.sampling.items())
     target = result.modes.target
-    return "\n".join([
-        "<h2>Generation</h2>",
-        f'<p class="meta">{start} prompt tokens · {len(result.steps)} generated · {_e(settings)}'
-        + (f" · following {_e(show_token(target.text))}" if target is not None else "") + "</p>",
-        f'<div class="tokens" aria-label="generated tokens">{chips}</div>',
-        '<table class="steps"><thead><tr><th>step</th><th>kind</th><th>position</th><th>wrote</th>'
-        "<th>model top-k</th><th>unavailable on this step</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>",
-        f'<div class="figures">{"".join(_plots(figures, plotlyjs))}</div>',
-    ])
+    return "\n".join(
+        [
+            "<h2>Generation</h2>",
+            f'<p class="meta">{start} prompt tokens · {len(result.steps)} generated · {_e(settings)}'
+            + (f" · following {_e(show_token(target.text))}" if target is not None else "")
+            + "</p>",
+            f'<div class="tokens" aria-label="generated tokens">{chips}</div>',
+            '<table class="steps"><thead><tr><th>step</th><th>kind</th><th>position</th><th>wrote</th>'
+            "<th>model top-k</th><th>unavailable on this step</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>",
+            f'<div class="figures">{"".join(_plots(figures, plotlyjs))}</div>',
+        ]
+    )
 
 
 def export_generation_html(

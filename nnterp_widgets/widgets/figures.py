@@ -140,13 +140,35 @@ def selection_shapes(count: int, selected: int, *, row: bool, column: bool, rows
     shapes = []
     if row:
         shapes.append(
-            dict(type="rect", name="selected row", xref="x", yref="y", layer="above", line=line,
-                 fillcolor="rgba(0,0,0,0)", x0=-0.5, x1=count - 0.5, y0=selected - 0.5, y1=selected + 0.5)
+            dict(
+                type="rect",
+                name="selected row",
+                xref="x",
+                yref="y",
+                layer="above",
+                line=line,
+                fillcolor="rgba(0,0,0,0)",
+                x0=-0.5,
+                x1=count - 0.5,
+                y0=selected - 0.5,
+                y1=selected + 0.5,
+            )
         )
     if column:
         shapes.append(
-            dict(type="rect", name="selected column", xref="x", yref="y", layer="above", line=line,
-                 fillcolor="rgba(0,0,0,0)", x0=selected - 0.5, x1=selected + 0.5, y0=-0.5, y1=rows - 0.5)
+            dict(
+                type="rect",
+                name="selected column",
+                xref="x",
+                yref="y",
+                layer="above",
+                line=line,
+                fillcolor="rgba(0,0,0,0)",
+                x0=selected - 0.5,
+                x1=selected + 0.5,
+                y0=-0.5,
+                y1=rows - 0.5,
+            )
         )
     return shapes
 
@@ -162,7 +184,9 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
     z = np.ascontiguousarray(panel.head(head), dtype=np.float32)
     count = len(panel.tokens)
     if z.shape != (count, count):
-        raise ValueError(f"head {head} of layers[{panel.layer}] is {z.shape}, expected ({count}, {count}) for {count} tokens")
+        raise ValueError(
+            f"head {head} of layers[{panel.layer}] is {z.shape}, expected ({count}, {count}) for {count} tokens"
+        )
     labels = [escape_token(text) for text in panel.tokens.texts]
     positions = np.arange(count, dtype=np.int32)
     heatmap = dict(
@@ -192,8 +216,7 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
         heatmap.update(
             customdata=customdata,
             hovertemplate=(
-                "query %{y:d}: %{customdata[0]}<br>key %{x:d}: %{customdata[1]}"
-                "<br>weight %{z:.4f}<extra></extra>"
+                "query %{y:d}: %{customdata[0]}<br>key %{x:d}: %{customdata[1]}<br>weight %{z:.4f}<extra></extra>"
             ),
         )
         layout.update(
@@ -203,11 +226,16 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
         traces.append(go.Heatmap(**heatmap))
     else:
         # Hidden axes: a tick (and so a hover label) at every position; no drawn labels.
-        full = dict(tickmode="array", tickvals=positions, ticktext=labels, showticklabels=False,
-                    ticks="", showgrid=False, zeroline=False)
-        heatmap.update(
-            hovertemplate="query %{y:d}: %{y}<br>key %{x:d}: %{x}<br>weight %{z:.4f}<extra></extra>"
+        full = dict(
+            tickmode="array",
+            tickvals=positions,
+            ticktext=labels,
+            showticklabels=False,
+            ticks="",
+            showgrid=False,
+            zeroline=False,
         )
+        heatmap.update(hovertemplate="query %{y:d}: %{y}<br>key %{x:d}: %{x}<br>weight %{z:.4f}<extra></extra>")
         layout.update(
             xaxis=dict(full),
             yaxis=dict(full, autorange="reversed"),
@@ -216,8 +244,9 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
         )
         traces.append(go.Heatmap(**heatmap))
         # plotly draws an axis only when a trace uses it: an empty, hover-less trace.
-        traces.append(go.Scatter(x=[], y=[], xaxis="x2", yaxis="y2", hoverinfo="skip", showlegend=False,
-                                 name="tick labels"))
+        traces.append(
+            go.Scatter(x=[], y=[], xaxis="x2", yaxis="y2", hoverinfo="skip", showlegend=False, name="tick labels")
+        )
     return go.Figure(data=traces, layout=layout)
 
 
@@ -296,8 +325,9 @@ def lens_hover(panel: LensPanel, layer: int, position: int) -> list[tuple[str, f
     if not 0 <= layer < panel.num_layers:
         raise IndexError(f"layer {layer} is out of range: the lens has layers 0..{panel.num_layers - 1}")
     if position not in panel.positions:
-        raise IndexError(f"position {position} is out of range: the lens shows positions "
-                         f"{panel.start}..{panel.stop - 1}")
+        raise IndexError(
+            f"position {position} is out of range: the lens shows positions {panel.start}..{panel.stop - 1}"
+        )
     texts = panel.top_texts[layer][position - panel.start]
     probs = panel.top_probs[layer, position - panel.start]
     return [(texts[i], _float32_value(probs[i])) for i in range(len(texts))]
@@ -323,7 +353,7 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
     layers, count, k = panel.top_probs.shape
     start = panel.start
     z = np.ascontiguousarray(panel.top1_probs(), dtype=np.float32)
-    labels = [escape_token(text) for text in panel.tokens.texts[start:start + count]]
+    labels = [escape_token(text) for text in panel.tokens.texts[start : start + count]]
     layer_labels = [escape_token(label) for label in panel.layer_labels]
     # The cells' labels, cut to CELL_TEXT_CHARS; drawn up to MAX_TICK_LABELS positions (past
     # that a cell is a few pixels wide and the hover is the way to read it).
@@ -352,9 +382,14 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
         hovertemplate="%{customdata[0]}, position %{x:d}: %{customdata[1]}" + lines + "<extra></extra>",
         name="logit lens",
     )
-    layout = lens_layout(labels, layer_labels,
-                         selected_token if selected_token in panel.positions else -1,
-                         title="logit lens: top-1 token per layer and position", revision="lens", start=start)
+    layout = lens_layout(
+        labels,
+        layer_labels,
+        selected_token if selected_token in panel.positions else -1,
+        title="logit lens: top-1 token per layer and position",
+        revision="lens",
+        start=start,
+    )
     return go.Figure(data=[heatmap], layout=layout)
 
 
@@ -384,7 +419,12 @@ def _column_axis(values, count: int) -> np.ndarray | None:
         return None
     if count > 1 and not np.all(np.diff(values) > 0):
         return None
-    if count and 0 <= values.min() and values.max() <= np.iinfo(np.uint32).max and np.array_equal(values, np.round(values)):
+    if (
+        count
+        and 0 <= values.min()
+        and values.max() <= np.iinfo(np.uint32).max
+        and np.array_equal(values, np.round(values))
+    ):
         return values.astype(_index_dtype(int(values.max())))
     return values.astype(np.float64)
 
@@ -478,8 +518,16 @@ def heatmap_matrix(trace, prop: str = "z") -> np.ndarray:
     return grid
 
 
-def lens_layout(labels: Sequence[str], layer_labels: Sequence[str], selected: int = -1, *,
-                title: str, axis_title: str = "position", revision: str = "lens", start: int = 0) -> dict:
+def lens_layout(
+    labels: Sequence[str],
+    layer_labels: Sequence[str],
+    selected: int = -1,
+    *,
+    title: str,
+    axis_title: str = "position",
+    revision: str = "lens",
+    start: int = 0,
+) -> dict:
     """The layout of a lens-shaped heatmap: layers (rows, ``layers[0]`` on top) x columns.
 
     ``labels`` / ``layer_labels`` are already escaped; ``selected >= 0`` outlines that
@@ -490,8 +538,14 @@ def lens_layout(labels: Sequence[str], layer_labels: Sequence[str], selected: in
     return dict(
         title=dict(text=title),
         xaxis=_token_axis(labels, start, title=dict(text=axis_title)),
-        yaxis=dict(tickmode="array", tickvals=list(range(layers)), ticktext=list(layer_labels),
-                   autorange="reversed", showgrid=False, zeroline=False),
+        yaxis=dict(
+            tickmode="array",
+            tickvals=list(range(layers)),
+            ticktext=list(layer_labels),
+            autorange="reversed",
+            showgrid=False,
+            zeroline=False,
+        ),
         shapes=selection_shapes(start + count, selected, row=False, column=True, rows=layers),
         uirevision=f"{revision}:{start}:{count}:{layers}",
         width=lens_width(count),

@@ -39,18 +39,27 @@ class GenerationView(ipywidgets.VBox):
         self._idle.set()
         self._error: BaseException | None = None
         self._asked = 0
-        self.tokens_input = ipywidgets.IntText(value=GENERATE_TOKENS, description="tokens",
-                                               layout=ipywidgets.Layout(width="150px"))
+        self.tokens_input = ipywidgets.IntText(
+            value=GENERATE_TOKENS, description="tokens", layout=ipywidgets.Layout(width="150px")
+        )
         self.generate_button = ipywidgets.Button(description="generate", tooltip="generate this many tokens")
-        self.step_slider = ipywidgets.IntSlider(value=0, min=0, max=0, description="step", disabled=True,
-                                                continuous_update=True)
+        self.step_slider = ipywidgets.IntSlider(
+            value=0, min=0, max=0, description="step", disabled=True, continuous_update=True
+        )
         self.message = ipywidgets.Label("")
         self.note = ipywidgets.Label(PREFILL_NOTE)
         self.figure = go.FigureWidget()
         self.generate_button.on_click(lambda button: self.generate(self.tokens_input.value))
         self.step_slider.observe(lambda change: self._render(), "value")
-        super().__init__([ipywidgets.HBox([self.tokens_input, self.generate_button, self.step_slider]),
-                          self.message, self.note, self.figure], **kwargs)
+        super().__init__(
+            [
+                ipywidgets.HBox([self.tokens_input, self.generate_button, self.step_slider]),
+                self.message,
+                self.note,
+                self.figure,
+            ],
+            **kwargs,
+        )
 
     @property
     def step(self) -> int:

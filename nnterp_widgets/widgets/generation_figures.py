@@ -91,8 +91,9 @@ def _value_texts(mode: str, values: np.ndarray) -> np.ndarray:
     return np.vectorize(lambda v: f"{v:.4f}", otypes=[object])(values)
 
 
-def lens_mode_figure(modes: LensModes, mode: str = "top-1", selected: int = -1,
-                     axis_title: str = "position") -> go.Figure:
+def lens_mode_figure(
+    modes: LensModes, mode: str = "top-1", selected: int = -1, axis_title: str = "position"
+) -> go.Figure:
     """``modes`` in ``mode``: layers (rows, ``layers[0]`` on top) x columns.
 
     Colour: the top-1's or the target's probability (0..1), the target's rank on a log
@@ -110,13 +111,21 @@ def lens_mode_figure(modes: LensModes, mode: str = "top-1", selected: int = -1,
         z = np.log10(values.astype(np.float32))
         top = max(1.0, float(z.max()))
         decades = list(range(0, math.floor(top) + 1))
-        colour.update(zmin=0.0, zmax=top, colorbar=dict(
-            title=dict(text=style.colorbar), thickness=12,
-            tickvals=decades, ticktext=[f"{10 ** d:,}" for d in decades]))
+        colour.update(
+            zmin=0.0,
+            zmax=top,
+            colorbar=dict(
+                title=dict(text=style.colorbar),
+                thickness=12,
+                tickvals=decades,
+                ticktext=[f"{10**d:,}" for d in decades],
+            ),
+        )
     elif mode == "entropy":
         z = values.astype(np.float32)
-        colour.update(zmin=0.0, zmax=max(1e-6, float(z.max())),
-                      colorbar=dict(title=dict(text=style.colorbar), thickness=12))
+        colour.update(
+            zmin=0.0, zmax=max(1e-6, float(z.max())), colorbar=dict(title=dict(text=style.colorbar), thickness=12)
+        )
     else:
         z = values.astype(np.float32)
         colour.update(zmin=0.0, zmax=1.0, colorbar=dict(title=dict(text=style.colorbar), thickness=12))
@@ -137,12 +146,20 @@ def lens_mode_figure(modes: LensModes, mode: str = "top-1", selected: int = -1,
         texttemplate="%{text}" if count <= MAX_TICK_LABELS else "",
         textfont=dict(size=10),
         customdata=customdata,
-        hovertemplate=("%{customdata[0]}, column %{x:d}: %{customdata[1]}<br>"
-                       "top-1 %{customdata[2]}  %{customdata[3]}<br>" + what + " %{customdata[4]}<extra></extra>"),
+        hovertemplate=(
+            "%{customdata[0]}, column %{x:d}: %{customdata[1]}<br>"
+            "top-1 %{customdata[2]}  %{customdata[3]}<br>" + what + " %{customdata[4]}<extra></extra>"
+        ),
         name=f"lens: {mode}",
         **colour,
     )
     target = escape_token(modes.target.text) if modes.target is not None else ""
-    layout = lens_layout(labels, modes.layer_labels, selected, title=style.title.format(target=target),
-                         axis_title=axis_title, revision=f"modes-{mode}")
+    layout = lens_layout(
+        labels,
+        modes.layer_labels,
+        selected,
+        title=style.title.format(target=target),
+        axis_title=axis_title,
+        revision=f"modes-{mode}",
+    )
     return go.Figure(data=[heatmap], layout=layout)

@@ -42,10 +42,21 @@ class LogitLens(PlotPanel):
         self._moving = False
         self.figure = go.FigureWidget()
         self.window = ipywidgets.IntRangeSlider(
-            value=(0, 1), min=0, max=1, step=1, description="positions", continuous_update=False,
-            layout=ipywidgets.Layout(width="60%"), tooltip="the lens's positions: drag, or arrow keys on a handle")
-        self.earlier = ipywidgets.Button(description="◀", tooltip="earlier positions", layout=ipywidgets.Layout(width="40px"))
-        self.later = ipywidgets.Button(description="▶", tooltip="later positions", layout=ipywidgets.Layout(width="40px"))
+            value=(0, 1),
+            min=0,
+            max=1,
+            step=1,
+            description="positions",
+            continuous_update=False,
+            layout=ipywidgets.Layout(width="60%"),
+            tooltip="the lens's positions: drag, or arrow keys on a handle",
+        )
+        self.earlier = ipywidgets.Button(
+            description="◀", tooltip="earlier positions", layout=ipywidgets.Layout(width="40px")
+        )
+        self.later = ipywidgets.Button(
+            description="▶", tooltip="later positions", layout=ipywidgets.Layout(width="40px")
+        )
         self.controls = ipywidgets.HBox([self.earlier, self.window, self.later])
         self.controls.layout.display = "none"  # shown when the prompt is longer than the window
         super().__init__([self.controls], [self.figure], **kwargs)

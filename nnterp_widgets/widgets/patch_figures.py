@@ -38,8 +38,14 @@ EFFECT_COLORSCALE = "RdBu_r"
 
 
 def _layer_axis(layers: int) -> dict:
-    return dict(tickmode="array", tickvals=list(range(layers)), ticktext=[f"layers[{i}]" for i in range(layers)],
-                autorange="reversed", showgrid=False, zeroline=False)
+    return dict(
+        tickmode="array",
+        tickvals=list(range(layers)),
+        ticktext=[f"layers[{i}]" for i in range(layers)],
+        autorange="reversed",
+        showgrid=False,
+        zeroline=False,
+    )
 
 
 def _symmetric(z: np.ndarray) -> float:
@@ -70,19 +76,34 @@ def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
         z=z,
         x=np.arange(columns, dtype=np.int32),
         y=np.arange(layers, dtype=np.int32),
-        zmid=0.0, zmin=-span, zmax=span,
+        zmid=0.0,
+        zmin=-span,
+        zmax=span,
         colorscale=EFFECT_COLORSCALE,
         colorbar=dict(title=dict(text="effect"), thickness=12),
         customdata=customdata,
-        hovertemplate=(f"%{{customdata[0]}}, {axis_name} %{{x:d}}: %{{customdata[1]}}"
-                       "<br>effect %{z:.3f}<br>patched metric %{customdata[2]:.4f}<extra></extra>"),
+        hovertemplate=(
+            f"%{{customdata[0]}}, {axis_name} %{{x:d}}: %{{customdata[1]}}"
+            "<br>effect %{z:.3f}<br>patched metric %{customdata[2]:.4f}<extra></extra>"
+        ),
         name="patching effect",
     )
-    xaxis = (dict(tickmode="array", tickvals=list(range(columns)), ticktext=labels, showgrid=False,
-                  zeroline=False, title=dict(text="head"))
-             if result.per_head else _token_axis(labels, title=dict(text="position (clean prompt)")))
-    title = (f"patching {result.site}: effect on {metric} "
-             f"(clean {result.clean_metric:.3f}, corrupted {result.corrupted_metric:.3f})")
+    xaxis = (
+        dict(
+            tickmode="array",
+            tickvals=list(range(columns)),
+            ticktext=labels,
+            showgrid=False,
+            zeroline=False,
+            title=dict(text="head"),
+        )
+        if result.per_head
+        else _token_axis(labels, title=dict(text="position (clean prompt)"))
+    )
+    title = (
+        f"patching {result.site}: effect on {metric} "
+        f"(clean {result.clean_metric:.3f}, corrupted {result.corrupted_metric:.3f})"
+    )
     layout = dict(
         title=dict(text=title, font=dict(size=13)),
         xaxis=xaxis,
@@ -116,13 +137,17 @@ def pair_figure(pair: PairLens, selected: int = -1) -> go.Figure:
         z=z,
         x=np.arange(count, dtype=np.int32),
         y=np.arange(layers, dtype=np.int32),
-        zmid=0.0, zmin=-span, zmax=span,
+        zmid=0.0,
+        zmin=-span,
+        zmax=span,
         colorscale=EFFECT_COLORSCALE,
         colorbar=dict(title=dict(text="first − second"), thickness=12),
         customdata=customdata,
-        hovertemplate=("%{customdata[0]}, position %{x:d}: %{customdata[1]} | %{customdata[2]}"
-                       "<br>first %{customdata[3]:.3f}, second %{customdata[4]:.3f}"
-                       "<br>difference %{z:.3f}<extra></extra>"),
+        hovertemplate=(
+            "%{customdata[0]}, position %{x:d}: %{customdata[1]} | %{customdata[2]}"
+            "<br>first %{customdata[3]:.3f}, second %{customdata[4]:.3f}"
+            "<br>difference %{z:.3f}<extra></extra>"
+        ),
         name="lens difference",
     )
     metric = f"logit({escape_token(pair.answer_text)}) − logit({escape_token(pair.foil_text)})"
@@ -147,8 +172,14 @@ def _chips(texts, selected: int) -> str:
     )
 
 
-def patch_html(result: PatchResult, *, pair: PairLens | None = None, selected: int = -1,
-               path: str | Path | None = None, title: str = "nnterp-widgets: activation patching") -> str:
+def patch_html(
+    result: PatchResult,
+    *,
+    pair: PairLens | None = None,
+    selected: int = -1,
+    path: str | Path | None = None,
+    title: str = "nnterp-widgets: activation patching",
+) -> str:
     """A self-contained page (plotly.js inline, no network) for ``result`` and, if given,
     the pair's lens difference. Written to ``path`` (UTF-8) when given; returned either way."""
     columns = result.patched.shape[1]
@@ -160,14 +191,17 @@ def patch_html(result: PatchResult, *, pair: PairLens | None = None, selected: i
     # plotly's HTML writer, plotly.js inline once: the page needs no network.
     blocks = "".join(
         f'<section class="figure" aria-label="{_e(label)}">'
-        + pio.to_html(fig, include_plotlyjs=index == 0, full_html=False, div_id=key,
-                      config=_FIGURE_CONFIG, validate=False)
+        + pio.to_html(
+            fig, include_plotlyjs=index == 0, full_html=False, div_id=key, config=_FIGURE_CONFIG, validate=False
+        )
         + "</section>"
         for index, (key, label, fig) in enumerate(figures)
     )
-    facts = (f"site <code>{_e(result.site)}</code> · answer <code>{_e(result.answer_text)}</code> · "
-             f"foil <code>{_e(result.foil_text)}</code> · logit difference clean {result.clean_metric:.4f}, "
-             f"corrupted {result.corrupted_metric:.4f} · {result.requests} engine requests")
+    facts = (
+        f"site <code>{_e(result.site)}</code> · answer <code>{_e(result.answer_text)}</code> · "
+        f"foil <code>{_e(result.foil_text)}</code> · logit difference clean {result.clean_metric:.4f}, "
+        f"corrupted {result.corrupted_metric:.4f} · {result.requests} engine requests"
+    )
     page = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -38,8 +38,9 @@ class ModuleTree(anywidget.AnyWidget):
     #: The page's theme as the front end sees it ("light" / "dark"); JS writes it.
     theme = traitlets.Unicode("light").tag(sync=True)
 
-    def __init__(self, session: Session | None = None, prompt: str | None = None, *, key: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, session: Session | None = None, prompt: str | None = None, *, key: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.session = session if session is not None else Session.open()
         self.result: PromptResult | None = None

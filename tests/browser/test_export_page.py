@@ -28,8 +28,14 @@ def page(browser, tmp_path_factory):
     export_html(synthetic_result(TEXTS), synthetic_tree(), layer=1, head=0, selected_token=2, path=path)
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     outside, errors, dialogs = [], [], []
-    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
-                  else (outside.append(route.request.url), route.abort()))
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith("file:")
+            else (outside.append(route.request.url), route.abort())
+        ),
+    )
     p = context.new_page()
     p.on("pageerror", lambda error: errors.append(str(error)))
     p.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))

@@ -146,18 +146,35 @@ def lab(tmp_path_factory):
         env.pop(name, None)
     port = _free_port()
     command = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser",
-        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={root}",
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly", f"--LabApp.user_settings_dir={settings}",
-        f"--LabApp.workspaces_dir={base / 'workspaces'}", "--LabApp.expose_app_in_browser=True",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={TOKEN}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+        f"--LabApp.user_settings_dir={settings}",
+        f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        "--LabApp.expose_app_in_browser=True",
         *(["--allow-root"] if os.geteuid() == 0 else []),  # CI and this machine run as root
     ]
     log = base / "server.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(command, env=env, cwd=root, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            cwd=root,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     server = Lab(f"http://127.0.0.1:{port}", root, log)
     try:
         deadline = time.monotonic() + SERVER_START_S
@@ -203,8 +220,12 @@ def context(tmp_path_factory):
     profile = tmp_path_factory.mktemp("chromium_profile")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), args=CHROME_ARGS, headless=True,
-            viewport={"width": 1500, "height": 1100}, device_scale_factor=1,
+            str(profile),
+            executable_path=str(CHROMIUM),
+            args=CHROME_ARGS,
+            headless=True,
+            viewport={"width": 1500, "height": 1100},
+            device_scale_factor=1,
         )
         try:
             browser.set_default_timeout(STEP_MS)
@@ -266,12 +287,15 @@ def tour(lab, context):
                                   && panel.sessionContext.session.kernel;
                    return !!document.querySelector('.jp-Dialog')
                           || (!!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle'); }""",
-        timeout=60_000, polling=250,
+        timeout=60_000,
+        polling=250,
     )
     if p.locator(".jp-Dialog").count():
         SHOTS.mkdir(parents=True, exist_ok=True)
         p.screenshot(path=str(SHOTS / "jupyterlab_unexpected_dialog.png"))
-        pytest.fail(f"JupyterLab asked before the tour ran: {p.locator('.jp-Dialog').first.text_content()!r}\n{lab.log_tail()}")
+        pytest.fail(
+            f"JupyterLab asked before the tour ran: {p.locator('.jp-Dialog').first.text_content()!r}\n{lab.log_tail()}"
+        )
     # Run → Run All Cells, as a person would
     p.locator(".lm-MenuBar-item", has_text="Run").first.click()
     p.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
@@ -333,7 +357,15 @@ def _plots(explorer) -> dict:
     named = {}
     for plot in plots:
         title = plot["title"]
-        key = "grid" if "all heads" in title else "lens" if "logit lens" in title else "attention" if title.startswith("layers[") else title
+        key = (
+            "grid"
+            if "all heads" in title
+            else "lens"
+            if "logit lens" in title
+            else "attention"
+            if title.startswith("layers[")
+            else title
+        )
         named[key] = plot
     return named
 
@@ -362,11 +394,15 @@ def test_module_tree_renders_standard_names(tour):
     page, explorer = tour
     rows = explorer.locator("[role=treeitem]")
     assert rows.count() > 10
-    names = explorer.evaluate("(root) => [...root.querySelectorAll('[role=treeitem] .nnw-mt-name')].map(e => e.textContent)")
+    names = explorer.evaluate(
+        "(root) => [...root.querySelectorAll('[role=treeitem] .nnw-mt-name')].map(e => e.textContent)"
+    )
     for name in ("model", "layers[0]", "layers[0].mlp", "layers[0].self_attn", "mlp_output", "layer_output"):
         assert name in names, (name, names[:40])
     # shapes for the prompt on served values
-    shapes = explorer.evaluate("(root) => [...root.querySelectorAll('.nnw-mt-value .nnw-mt-shape')].map(e => e.textContent)")
+    shapes = explorer.evaluate(
+        "(root) => [...root.querySelectorAll('.nnw-mt-value .nnw-mt-shape')].map(e => e.textContent)"
+    )
     assert any(s.startswith("[1, ") for s in shapes), shapes[:10]
 
 
@@ -409,7 +445,9 @@ def test_markup_prompt_runs_no_script(tour):
     p = page.page
     p.wait_for_timeout(500)  # give an injected handler a chance to fire
     assert page.dialogs == []
-    assert p.evaluate("() => [...document.querySelectorAll('img')].filter(i => i.getAttribute('src') === 'x').length") == 0
+    assert (
+        p.evaluate("() => [...document.querySelectorAll('img')].filter(i => i.getAttribute('src') === 'x').length") == 0
+    )
     assert explorer.locator("img").count() == 0
     assert show_token(XSS) in explorer.text_content()  # literally, somewhere a person reads it
     _shot(explorer, "xss")
@@ -425,7 +463,9 @@ def test_prompt_box_change_updates_every_panel(tour):
     p.wait_for_function(
         """([root, prompt]) => [...root.querySelectorAll('.nnw-mt-chip')].map(c => c.textContent)
                                  .join('').replaceAll('\u2423', ' ') === prompt""",
-        arg=[explorer.element_handle(), NEW_PROMPT], timeout=PROMPT_S * 1000, polling=250,
+        arg=[explorer.element_handle(), NEW_PROMPT],
+        timeout=PROMPT_S * 1000,
+        polling=250,
     )
     tokens = _kernel_tokens(p)
     assert "".join(tokens) == NEW_PROMPT
@@ -435,7 +475,9 @@ def test_prompt_box_change_updates_every_panel(tour):
         """([root, ticks]) => [...root.querySelectorAll('.js-plotly-plot')].filter(gd =>
               JSON.stringify([...gd.querySelectorAll('.xaxislayer-above .xtick text')].map(t => t.textContent))
               === JSON.stringify(ticks)).length >= 2""",
-        arg=[explorer.element_handle(), expected], timeout=STEP_MS, polling=250,
+        arg=[explorer.element_handle(), expected],
+        timeout=STEP_MS,
+        polling=250,
     )
     after = _plots(explorer)
     assert after["attention"]["xticks"] == after["attention"]["yticks"] == expected

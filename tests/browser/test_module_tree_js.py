@@ -75,25 +75,40 @@ def _layer(i):
     base = f"model.model.layers.{i}"
     mlp = f"{base}.mlp"
     return _node(
-        base, f"layers[{i}]", str(i), "TinyDecoderLayer",
+        base,
+        f"layers[{i}]",
+        str(i),
+        "TinyDecoderLayer",
         repeat={"group": "layers", "index": i, "count": 2},
         values=[_value(base, "layer_input", writable=True), _value(base, "layer_output", writable=True)],
         children=[
             _node(
-                mlp, f"layers[{i}].mlp", "mlp", "Gated<b>MLP</b>",
+                mlp,
+                f"layers[{i}].mlp",
+                "mlp",
+                "Gated<b>MLP</b>",
                 values=[
                     _value(mlp, "mlp_input"),
                     _value(mlp, "mlp_activation", available=False, reason=REASON),
                     _value(mlp, "mlp_output", writable=True),
                 ],
                 children=[
-                    _node(f"{mlp}.gate_up_proj", "gate_up_proj", "gate_up_proj", "MergedColumnParallelLinear",
-                          standard=False, values=[_value(f"{mlp}.gate_up_proj", "output", shape=(1, 5, 32))]),
+                    _node(
+                        f"{mlp}.gate_up_proj",
+                        "gate_up_proj",
+                        "gate_up_proj",
+                        "MergedColumnParallelLinear",
+                        standard=False,
+                        values=[_value(f"{mlp}.gate_up_proj", "output", shape=(1, 5, 32))],
+                    ),
                     _node(f"{mlp}.down_proj", "down_proj", "down_proj", "RowParallelLinear", standard=False),
                 ],
             ),
             _node(
-                f"{base}.self_attn", f"layers[{i}].self_attn", "self_attn", "TinyAttention",
+                f"{base}.self_attn",
+                f"layers[{i}].self_attn",
+                "self_attn",
+                "TinyAttention",
                 values=[_value(f"{base}.self_attn", "attention_output")],
             ),
         ],
@@ -103,23 +118,46 @@ def _layer(i):
 def fixture_state(**over):
     tree = [
         _node(
-            "model", "model", "model", "TinyForCausalLM", standard=False,
+            "model",
+            "model",
+            "model",
+            "TinyForCausalLM",
+            standard=False,
             children=[
                 _node(
-                    "model.model", "model.model", "model", "TinyModel", standard=False,
+                    "model.model",
+                    "model.model",
+                    "model",
+                    "TinyModel",
+                    standard=False,
                     children=[
                         # non-standard first in the data: the widget must list standard names first
                         _node("model.model.rotary_emb", "rotary_emb", "rotary_emb", "RotaryEmbedding", standard=False),
-                        _node("model.model.embed_tokens", "embed_tokens", "embed_tokens", "VocabParallelEmbedding",
-                              values=[_value("model.model.embed_tokens", "output")]),
+                        _node(
+                            "model.model.embed_tokens",
+                            "embed_tokens",
+                            "embed_tokens",
+                            "VocabParallelEmbedding",
+                            values=[_value("model.model.embed_tokens", "output")],
+                        ),
                         _layer(0),
                         _layer(1),
-                        _node("model.model.norm", "ln_final", "norm", "RMSNorm",
-                              values=[_value("model.model.norm", "output")]),
+                        _node(
+                            "model.model.norm",
+                            "ln_final",
+                            "norm",
+                            "RMSNorm",
+                            values=[_value("model.model.norm", "output")],
+                        ),
                     ],
                 ),
-                _node("model.lm_head", "lm_head", "lm_head", "ParallelLMHead",
-                      values=[_value("model.lm_head", "logits", shape=(1, 5, 151936), dtype="float32")]),
+                _node(
+                    "model.lm_head",
+                    "lm_head",
+                    "lm_head",
+                    "ParallelLMHead",
+                    values=[_value("model.lm_head", "logits", shape=(1, 5, 151936), dtype="float32")],
+                ),
             ],
         )
     ]
@@ -152,21 +190,35 @@ def preview_state():
 
 
 JL_LIGHT = {
-    "--jp-layout-color0": "white", "--jp-layout-color1": "white", "--jp-layout-color2": "#eeeeee",
-    "--jp-ui-font-color0": "rgba(0, 0, 0, 1)", "--jp-ui-font-color1": "rgba(0, 0, 0, 0.87)",
-    "--jp-ui-font-color2": "rgba(0, 0, 0, 0.54)", "--jp-ui-font-color3": "rgba(0, 0, 0, 0.38)",
-    "--jp-border-color1": "#bdbdbd", "--jp-border-color2": "#e0e0e0",
-    "--jp-brand-color1": "#1976d2", "--jp-error-color1": "#d32f2f",
-    "--jp-ui-font-family": "system-ui, sans-serif", "--jp-code-font-family": "monospace",
+    "--jp-layout-color0": "white",
+    "--jp-layout-color1": "white",
+    "--jp-layout-color2": "#eeeeee",
+    "--jp-ui-font-color0": "rgba(0, 0, 0, 1)",
+    "--jp-ui-font-color1": "rgba(0, 0, 0, 0.87)",
+    "--jp-ui-font-color2": "rgba(0, 0, 0, 0.54)",
+    "--jp-ui-font-color3": "rgba(0, 0, 0, 0.38)",
+    "--jp-border-color1": "#bdbdbd",
+    "--jp-border-color2": "#e0e0e0",
+    "--jp-brand-color1": "#1976d2",
+    "--jp-error-color1": "#d32f2f",
+    "--jp-ui-font-family": "system-ui, sans-serif",
+    "--jp-code-font-family": "monospace",
     "--jp-ui-font-size1": "13px",
 }
 JL_DARK = {
-    "--jp-layout-color0": "#111111", "--jp-layout-color1": "#212121", "--jp-layout-color2": "#424242",
-    "--jp-ui-font-color0": "rgba(255, 255, 255, 1)", "--jp-ui-font-color1": "rgba(255, 255, 255, 0.87)",
-    "--jp-ui-font-color2": "rgba(255, 255, 255, 0.54)", "--jp-ui-font-color3": "rgba(255, 255, 255, 0.38)",
-    "--jp-border-color1": "#616161", "--jp-border-color2": "#424242",
-    "--jp-brand-color1": "#1976d2", "--jp-error-color1": "#d32f2f",
-    "--jp-ui-font-family": "system-ui, sans-serif", "--jp-code-font-family": "monospace",
+    "--jp-layout-color0": "#111111",
+    "--jp-layout-color1": "#212121",
+    "--jp-layout-color2": "#424242",
+    "--jp-ui-font-color0": "rgba(255, 255, 255, 1)",
+    "--jp-ui-font-color1": "rgba(255, 255, 255, 0.87)",
+    "--jp-ui-font-color2": "rgba(255, 255, 255, 0.54)",
+    "--jp-ui-font-color3": "rgba(255, 255, 255, 0.38)",
+    "--jp-border-color1": "#616161",
+    "--jp-border-color2": "#424242",
+    "--jp-brand-color1": "#1976d2",
+    "--jp-error-color1": "#d32f2f",
+    "--jp-ui-font-family": "system-ui, sans-serif",
+    "--jp-code-font-family": "monospace",
     "--jp-ui-font-size1": "13px",
 }
 
@@ -370,11 +422,21 @@ def test_filter_hides_non_matching_rows_and_keeps_ancestors(h):
     keys = h.keys()
     assert "v:" + MLP0_ACT in keys
     assert "v:model.model.layers.1.mlp.mlp_activation" in keys  # inside the collapsed layer too
-    for anc in ["n:model", "n:model.model", "g:n:model.model|layers", "n:model.model.layers.0",
-                "n:model.model.layers.0.mlp"]:
+    for anc in [
+        "n:model",
+        "n:model.model",
+        "g:n:model.model|layers",
+        "n:model.model.layers.0",
+        "n:model.model.layers.0.mlp",
+    ]:
         assert anc in keys
-    for gone in ["n:model.model.embed_tokens", "v:" + MLP0_OUT, "n:model.lm_head",
-                 "n:model.model.layers.0.self_attn", "n:model.model.layers.0.mlp.gate_up_proj"]:
+    for gone in [
+        "n:model.model.embed_tokens",
+        "v:" + MLP0_OUT,
+        "n:model.lm_head",
+        "n:model.model.layers.0.self_attn",
+        "n:model.model.layers.0.mlp.gate_up_proj",
+    ]:
         assert gone not in keys
     assert h.page.locator(".nnw-mt-count").text_content() == "2 matches"
     assert h.page.locator("mark.nnw-mt-hit").first.text_content() == "activation"
@@ -462,8 +524,7 @@ def test_keyboard_navigation(h):
     page.keyboard.press("Enter")
     assert h.get("selected") == "model.model.layers.0.layer_input"
     assert REASON in page.locator(".nnw-mt-note").text_content()
-    assert h.saves() == [{"selected": "model.lm_head.logits"},
-                         {"selected": "model.model.layers.0.layer_input"}]
+    assert h.saves() == [{"selected": "model.lm_head.logits"}, {"selected": "model.model.layers.0.layer_input"}]
     # focus stays on the same row across a tree re-render
     h.py_set("tree", fixture_state()["tree"])
     assert focused() == "v:" + MLP0_ACT
@@ -498,8 +559,9 @@ def test_markup_renders_as_text(h):
     page.wait_for_timeout(200)  # give any injected onerror a chance to fire
     assert page.locator("img").count() == 0
     tags = set(page.eval_on_selector_all("#host *", "els => els.map(e => e.tagName.toLowerCase())"))
-    assert tags <= {"div", "span", "input", "button", "table", "caption", "tbody",
-                    "tr", "th", "td", "mark", "pre"}, tags
+    assert tags <= {"div", "span", "input", "button", "table", "caption", "tbody", "tr", "th", "td", "mark", "pre"}, (
+        tags
+    )
     assert h.dialogs == []
 
 

@@ -112,7 +112,7 @@ def _own_heads(attention, whole: torch.Tensor, kv: bool) -> torch.Tensor:
     replicas = replicas if kv else 1
     local = whole.shape[1] * replicas // workers
     start = (rank // replicas) * local
-    return whole[:, start:start + local]
+    return whole[:, start : start + local]
 
 
 def _heads(attention, flat: torch.Tensor, which: str) -> torch.Tensor:
@@ -228,15 +228,17 @@ class Attention(StandardEnvoy):
     attention_queries = StandardValue("attention_queries", _kernel_in, *_queries)
     attention_keys = StandardValue("attention_keys", _kernel_in, *_keys)
     attention_values = StandardValue("attention_values", _kernel_in, *_values)
-    attention_head_outputs = StandardValue(
-        "attention_head_outputs", _kernel_out, _head_outputs, _head_outputs_back
-    )
+    attention_head_outputs = StandardValue("attention_head_outputs", _kernel_out, _head_outputs, _head_outputs_back)
     attention_scores = PrefillValue(
-        "attention_scores", _kernel_in, _scores,
+        "attention_scores",
+        _kernel_in,
+        _scores,
         read_only="attention_scores is derived and read-only",
     )
     attention_probabilities = PrefillValue(
-        "attention_probabilities", _kernel_in, _probabilities,
+        "attention_probabilities",
+        _kernel_in,
+        _probabilities,
         read_only="attention_probabilities is derived and read-only",
     )
 

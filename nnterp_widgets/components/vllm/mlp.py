@@ -12,10 +12,7 @@ GATED = (
     "served; mlp_neurons is the product"
 )
 #: Why a mixture of experts serves nothing inside ``mlp_output``.
-ROUTED = (
-    "routed experts, inside vLLM's fused MoE kernel: there is no single activation or "
-    "down projection"
-)
+ROUTED = "routed experts, inside vLLM's fused MoE kernel: there is no single activation or down projection"
 
 #: The standard names an MLP block serves, in ``support()`` order.
 MLP_VALUES = ("mlp_output", "mlp_neurons", "mlp_activation")

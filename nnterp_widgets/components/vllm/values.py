@@ -79,7 +79,8 @@ FACTS: dict[str, ValueFacts] = {
     "attention_scores": ValueFacts(14, 2, lambda sizes, tokens: (1, sizes["num_heads"], tokens, tokens)),
     "attention_probabilities": ValueFacts(15, 2, lambda sizes, tokens: (1, sizes["num_heads"], tokens, tokens)),
     "attention_head_outputs": ValueFacts(
-        16, 1, lambda sizes, tokens: (1, tokens, sizes["num_heads"], sizes["head_dim"])),
+        16, 1, lambda sizes, tokens: (1, tokens, sizes["num_heads"], sizes["head_dim"])
+    ),
     "attention_output": ValueFacts(17, 1, _per_token("hidden_size")),
     "mlp_neurons": ValueFacts(18, 1, _per_token("intermediate_size")),
     "mlp_activation": ValueFacts(19, 1, _per_token("intermediate_size")),
@@ -203,6 +204,7 @@ def unavailable(name: str, reason: str) -> property:
 
 # Small layout helpers shared by the components.
 
+
 def batched(tensor: torch.Tensor, features: int = 1) -> torch.Tensor:
     """A location's tokens as a private ``[1, tokens, *features]`` copy.
 
@@ -211,7 +213,7 @@ def batched(tensor: torch.Tensor, features: int = 1) -> torch.Tensor:
     implements itself) or the ``[1, tokens, *features]`` batch of one that vLLM's
     Transformers backend runs its modules on; both read the same way.
     """
-    tail = tensor.shape[tensor.dim() - features:] if features else ()
+    tail = tensor.shape[tensor.dim() - features :] if features else ()
     return tensor.clone().reshape(1, -1, *tail)
 
 

@@ -33,8 +33,7 @@ def family_for(model_type: str) -> Family:
     """The `Family` for a transformers ``model_type``; a clear error for an unknown one."""
     if model_type not in known():
         raise UnknownFamily(
-            f"no vLLM family for model_type {model_type!r}; the known families are: "
-            f"{', '.join(known())}"
+            f"no vLLM family for model_type {model_type!r}; the known families are: {', '.join(known())}"
         )
     return _module(model_type).FAMILY
 

@@ -42,10 +42,17 @@ FAMILY = Family(
     # Bloom's MLP is always 4 x hidden: 512 here.
     checkpoint=TinySpec("bloom", dict(hidden_size=128, n_layer=2, n_head=4, tie_word_embeddings=True)),
     reference=HFNames(
-        "transformer.h", "transformer.word_embeddings", "self_attention", "mlp", "dense_4h_to_h",
-        attention_out="self_attention.dense", mlp_out="mlp.dense_4h_to_h",
-        interior="fused", patch=_exact_gelu,
+        "transformer.h",
+        "transformer.word_embeddings",
+        "self_attention",
+        "mlp",
+        "dense_4h_to_h",
+        attention_out="self_attention.dense",
+        mlp_out="mlp.dense_4h_to_h",
+        interior="fused",
+        patch=_exact_gelu,
         split=lambda attention, fused: attention._reshape(fused),
-        qkv_proj="query_key_value", out_proj="dense",
+        qkv_proj="query_key_value",
+        out_proj="dense",
     ),
 )

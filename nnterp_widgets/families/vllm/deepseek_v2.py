@@ -17,10 +17,7 @@ from .base import Family
 from .testing import LLAMA_NAMES
 
 #: Why DeepSeek's attention serves nothing inside its output.
-LATENT = (
-    "vLLM runs DeepSeek's latent attention in its own kernel, on compressed keys and values; "
-    "not mapped on vLLM"
-)
+LATENT = "vLLM runs DeepSeek's latent attention in its own kernel, on compressed keys and values; not mapped on vLLM"
 
 
 class LatentAttention(StandardEnvoy):

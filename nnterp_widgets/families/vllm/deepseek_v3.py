@@ -13,7 +13,8 @@ FAMILY = replace(
     model_type="deepseek_v3",
     vllm_class="DeepseekV3ForCausalLM",
     notes=(
-        "runs on vLLM's DeepseekV2 classes; " + DEEPSEEK_NOTES
+        "runs on vLLM's DeepseekV2 classes; "
+        + DEEPSEEK_NOTES
         + "; sigmoid routing with e_score_correction_bias and routed_scaling_factor"
     ),
     checkpoint=TinySpec(

@@ -88,7 +88,12 @@ FAMILY = Family(
     # in FalconAttention): its logits are 3e-2 off both vLLM and its own SDPA path. SDPA
     # adds it once, which is what Falcon means (and what vLLM computes).
     reference=HFNames(
-        "transformer.h", "transformer.word_embeddings", "self_attention", "mlp", "dense_4h_to_h",
-        interior="sdpa", implementation="sdpa",
+        "transformer.h",
+        "transformer.word_embeddings",
+        "self_attention",
+        "mlp",
+        "dense_4h_to_h",
+        interior="sdpa",
+        implementation="sdpa",
     ),
 )

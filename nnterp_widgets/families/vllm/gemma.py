@@ -11,7 +11,9 @@ SCALED_EMBEDDING = (
 )
 
 FAMILY = Family(
-    "gemma", vllm_class="GemmaForCausalLM", notes=SCALED_EMBEDDING + "; tied head",
+    "gemma",
+    vllm_class="GemmaForCausalLM",
+    notes=SCALED_EMBEDDING + "; tied head",
     checkpoint=TinySpec("gemma", dict(LLAMA_SHAPE, head_dim=32, tie_word_embeddings=True)),
     reference=LLAMA_NAMES,
     # Gemma multiplies the embedding by sqrt(hidden_size) (11.3 here) before the first

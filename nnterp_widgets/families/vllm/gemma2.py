@@ -24,8 +24,7 @@ FAMILY = Family(
         "post_feedforward_layernorm's outputs; the attention softcap is the kernel's "
         "logits_soft_cap (the pattern applies it), the final softcap is the logits "
         "processor's (logits and project_on_vocab apply it); sliding-window layers' patterns "
-        "use the kernel's window; the head is the embedding (lm_head is embed_tokens); "
-        + SCALED_EMBEDDING
+        "use the kernel's window; the head is the embedding (lm_head is embed_tokens); " + SCALED_EMBEDDING
     ),
     checkpoint=TinySpec(
         "gemma2",

@@ -13,8 +13,7 @@ FAMILY = Family(
     vllm_class="Gemma3ForCausalLM",
     notes=(
         "post-norm as gemma2 (contributions read at the post-norms); queries and keys after "
-        "q_norm/k_norm and rotary; sliding-window layers' patterns use the kernel's window; "
-        + SCALED_EMBEDDING
+        "q_norm/k_norm and rotary; sliding-window layers' patterns use the kernel's window; " + SCALED_EMBEDDING
     ),
     checkpoint=TinySpec(
         "gemma3_text",

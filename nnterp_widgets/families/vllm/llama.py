@@ -5,7 +5,8 @@ from .base import Family
 from .testing import LLAMA_NAMES
 
 FAMILY = Family(
-    "llama", vllm_class="LlamaForCausalLM",
+    "llama",
+    vllm_class="LlamaForCausalLM",
     checkpoint=TinySpec("llama", dict(LLAMA_SHAPE, tie_word_embeddings=False)),
     reference=LLAMA_NAMES,
 )

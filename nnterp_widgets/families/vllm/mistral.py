@@ -5,9 +5,8 @@ from .base import Family
 from .testing import LLAMA_NAMES
 
 FAMILY = Family(
-    "mistral", vllm_class="MistralForCausalLM",
-    checkpoint=TinySpec(
-        "mistral", dict(LLAMA_SHAPE, head_dim=32, sliding_window=None, tie_word_embeddings=False)
-    ),
+    "mistral",
+    vllm_class="MistralForCausalLM",
+    checkpoint=TinySpec("mistral", dict(LLAMA_SHAPE, head_dim=32, sliding_window=None, tie_word_embeddings=False)),
     reference=LLAMA_NAMES,
 )

@@ -5,7 +5,9 @@ from .base import Family
 from .testing import LLAMA_NAMES
 
 FAMILY = Family(
-    "qwen2", vllm_class="Qwen2ForCausalLM", notes="qkv bias; tied embeddings in the small checkpoints",
+    "qwen2",
+    vllm_class="Qwen2ForCausalLM",
+    notes="qkv bias; tied embeddings in the small checkpoints",
     checkpoint=TinySpec("qwen2", dict(LLAMA_SHAPE, tie_word_embeddings=True), train_steps=120),
     reference=LLAMA_NAMES,
 )

@@ -91,9 +91,9 @@ def render() -> str:
         if family.engine_error is not None:
             unavailable = "everything: vLLM does not run it"
         else:
-            unavailable = ", ".join(
-                f"`{name}` ({ref(reason)})" for name, reason in family.unavailable().items()
-            ) or "none"
+            unavailable = (
+                ", ".join(f"`{name}` ({ref(reason)})" for name, reason in family.unavailable().items()) or "none"
+            )
         convention = family.convention
         if family.backend != "native":
             convention += f" ({family.backend} backend)"

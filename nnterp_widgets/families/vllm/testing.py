@@ -53,8 +53,13 @@ class HFNames:
 LLAMA_NAMES = HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", "down_proj")
 #: Llama's names with post-norm contributions (see `components.vllm.post_norm`).
 POST_NORM_NAMES = HFNames(
-    "model.layers", "model.embed_tokens", "self_attn", "mlp", "down_proj",
-    attention_out="post_attention_layernorm", mlp_out="post_feedforward_layernorm",
+    "model.layers",
+    "model.embed_tokens",
+    "self_attn",
+    "mlp",
+    "down_proj",
+    attention_out="post_attention_layernorm",
+    mlp_out="post_feedforward_layernorm",
 )
 #: A mixture of experts on every block: no down projection to read neurons at.
 EXPERTS_NAMES = HFNames("model.layers", "model.embed_tokens", "self_attn", "mlp", None)
