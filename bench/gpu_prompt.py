@@ -21,19 +21,6 @@ import time
 import traceback
 from pathlib import Path
 
-#: Qwen2.5-0.5B's shape (its config.json); weights random, seeded.
-SHAPE = dict(
-    hidden_size=896,
-    intermediate_size=4864,
-    num_hidden_layers=24,
-    num_attention_heads=14,
-    num_key_value_heads=2,
-    vocab_size=151936,
-    max_position_embeddings=32768,
-    rope_theta=1000000.0,
-    tie_word_embeddings=True,
-    rms_norm_eps=1e-6,
-)
 TARGET_MS_512 = 100
 #: Seconds one request may take before it counts as failed (a dead engine never answers).
 REQUEST_TIMEOUT_S = 60
@@ -45,28 +32,6 @@ def bench_checkpoint() -> str:
     from nnterp_widgets.checkpoints import bench_checkpoint as build
 
     return str(build("qwen2_0.5b"))
-
-
-def build_shaped_checkpoint(root: Path = Path("/tmp/nnterp_bench_0_5b")) -> Path:
-    """`SHAPE` with seeded random weights in bfloat16, with the tiny qwen2 checkpoint's
-    tokenizer (its ids are all below the vocabulary size); written once."""
-    if (root / "config.json").exists():
-        return root
-    import torch
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
-
-    from nnterp_widgets.checkpoints import checkpoint
-
-    torch.manual_seed(0)
-    config = Qwen2Config(**SHAPE, torch_dtype="bfloat16")
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    with torch.device(device):
-        model = Qwen2ForCausalLM(config).to(torch.bfloat16)
-    tmp = root.with_suffix(".tmp")
-    model.save_pretrained(tmp)
-    AutoTokenizer.from_pretrained(str(checkpoint("qwen2"))).save_pretrained(tmp)
-    tmp.rename(root)
-    return root
 
 
 def prompt_of(tokenizer, tokens: int) -> str:
@@ -132,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     parser.add_argument("--tokens", default="512,4096")
-    parser.add_argument("--dtype", default="auto", help="engine dtype (auto: the checkpoint's, bfloat16)")
+    parser.add_argument(
+        "--dtype", default="auto", help="engine dtype (auto: the checkpoint's own, float32 for the bench checkpoint)"
+    )
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
     out = Path(args.out)

@@ -19,17 +19,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from ..session.intervention_results import PairLens, PatchResult
-from .export import _FIGURE_CONFIG, _PAGE_CSS, _e
+from .export import _FIGURE_CONFIG, _chips, _e, _page
 from .figures import FIGURE_WIDTH, _token_axis, escape_token, selection_shapes
-from .tokens import show_token
-
-#: The prompts' token chips on the static page.
-_CHIP_CSS = """
-.tokens { display: flex; flex-wrap: wrap; gap: 3px; align-items: center; }
-.chip { white-space: pre; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
-        border: 1px solid GrayText; border-radius: 3px; padding: 0 4px; }
-.chip.selected { border-color: Highlight; box-shadow: inset 0 -2px 0 Highlight; }
-"""
 
 __all__ = ["EFFECT_COLORSCALE", "pair_figure", "patch_figure", "patch_html"]
 
@@ -165,13 +156,6 @@ def pair_figure(pair: PairLens, selected: int = -1) -> go.Figure:
     return go.Figure(data=[heatmap], layout=layout)
 
 
-def _chips(texts, selected: int) -> str:
-    return "".join(
-        f'<span class="chip{" selected" if i == selected else ""}" title="token {i}">{_e(show_token(text))}</span>'
-        for i, text in enumerate(texts)
-    )
-
-
 def patch_html(
     result: PatchResult,
     *,
@@ -202,24 +186,13 @@ def patch_html(
         f"foil <code>{_e(result.foil_text)}</code> · logit difference clean {result.clean_metric:.4f}, "
         f"corrupted {result.corrupted_metric:.4f} · {result.requests} engine requests"
     )
-    page = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title>",
-        f"<style>{_PAGE_CSS}{_CHIP_CSS}</style>",
-        "</head><body>",
-        f"<h1>{_e(title)}</h1>",
+    body = [
         f'<p class="meta">{facts}</p>',
         "<h2>Clean prompt</h2>",
-        f'<div class="tokens" aria-label="clean prompt tokens">{_chips(result.clean.texts, token_selected)}</div>',
+        f'<div class="tokens" aria-label="clean prompt tokens">{_chips(result.clean.texts, selected=token_selected)}</div>',
         "<h2>Corrupted prompt</h2>",
-        f'<div class="tokens" aria-label="corrupted prompt tokens">{_chips(result.corrupted.texts, token_selected)}</div>',
+        f'<div class="tokens" aria-label="corrupted prompt tokens">{_chips(result.corrupted.texts, selected=token_selected)}</div>',
         "<h2>Effect</h2>",
         f'<div class="figures">{blocks}</div>',
-        "</body></html>",
     ]
-    text = "\n".join(page) + "\n"
-    if path is not None:
-        Path(path).write_text(text, encoding="utf-8")
-    return text
+    return _page(title, "".join(result.clean.texts), [], body, path)
