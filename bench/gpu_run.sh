@@ -2,7 +2,8 @@
 # The GPU run, in one device call after the kit's install (docs/gpu.md):
 #   . /tmp/gpu-env.sh || { echo COLD; exit 3; }; bash bench/gpu_run.sh [tests] [families] [bench]
 # From the repo root. Parts default to all three; each runs under its own time limit
-# (seconds, from the environment): TESTS_S=250 FAMILIES_S=150 BENCH_S=100. Extra
+# (seconds, from the environment): TESTS_S=250 FAMILIES_S=150 BENCH_S=100; FAMILIES_JOBS=4
+# families at once. Extra
 # arguments for a part: TESTS_ARGS (pytest's, e.g. "-k steer"), FAMILIES_ARGS
 # (e.g. "--families qwen2,deepseek_v2"), BENCH_ARGS (e.g. "--tokens 512").
 # Writes to $OUT (default ./gpu-out): tests.log, families.{log,json,md}, bench.log,
@@ -75,7 +76,7 @@ if want tests; then
 fi
 
 if want families; then
-  run_part families "$FAMILIES_S" "$OUT/families.log" $PY tools/gpu_families.py --out "$OUT" \
+  run_part families "$FAMILIES_S" "$OUT/families.log" $PY tools/gpu_families.py --out "$OUT" --jobs "${FAMILIES_JOBS:-4}" \
     --budget $(( FAMILIES_S > 80 ? FAMILIES_S - 40 : FAMILIES_S / 2 )) ${FAMILIES_ARGS:-}
   if [ -f "$OUT/families.md" ]; then cat "$OUT/families.md" >> "$SUMMARY"
   else { echo '```'; tail -30 "$OUT/families.log"; echo '```'; } >> "$SUMMARY"; fi

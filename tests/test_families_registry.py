@@ -164,3 +164,22 @@ def test_families_doc_lists_every_family_and_reason():
     for name in known():
         assert f"\n| {name} |" in text
     assert SEED_LATENT in text and SEED_ROUTED in text
+
+
+def test_this_vllms_transformers_backend_puts_the_kernel_in_the_tree():
+    """The premise of the Transformers-backend families on the pinned CPU stack."""
+    from nnterp_widgets.components.vllm import transformers_backend
+
+    assert transformers_backend.kernel_in_tree()
+
+
+def test_a_backend_that_hides_its_kernels_is_refused_before_any_engine(monkeypatch):
+    """As on CUDA vLLM 0.26: the engine says why instead of failing inside a trace."""
+    from nnterp_widgets import StandardizedVLLM
+    from nnterp_widgets.checkpoints import checkpoint
+    from nnterp_widgets.components.vllm import transformers_backend
+
+    monkeypatch.setattr(transformers_backend, "kernel_in_tree", lambda: False)
+    with pytest.raises(RuntimeError, match="phi: this vLLM's Transformers backend keeps") as error:
+        StandardizedVLLM(checkpoint("phi"))
+    assert transformers_backend.KERNEL_OUTSIDE_TREE in str(error.value)

@@ -1,8 +1,9 @@
 """Every family of docs/families.md started on a GPU, its served values held to transformers.
 
-    python tools/gpu_families.py --out OUT [--device cuda] [--families a,b] [--budget SECONDS]
+    python tools/gpu_families.py --out OUT [--device cuda] [--families a,b] [--budget SECONDS] [--jobs N]
 
-One engine at a time on each family's tiny checkpoint (`checkpoints.checkpoint`), one
+One engine per family on its tiny checkpoint (`checkpoints.checkpoint`), ``--jobs`` of
+them at once in their own processes (each takes a tenth of the GPU's memory), one
 trace of every served value (tests/traces.py), compared with transformers on the same
 device (tests/reference.py: float32, eager attention, the family's own reference route).
 Writes ``OUT/families.json`` and ``OUT/families.md`` after every family, so a run cut
@@ -12,7 +13,9 @@ dtype: float32 (exact float32: `engine.platform.EXACT_FLOAT32`), except DeepSeek
 latent-attention backends reject float32 on a GPU; it runs in bfloat16 and is held to
 the float32 reference with `BF16` below. Families written for vLLM's Transformers
 backend ask for it by name (``model_impl="transformers"``, see `StandardizedVLLM`),
-so CUDA vLLM 0.26's native olmo3 / phi / gpt_neox are not what is checked.
+so CUDA vLLM 0.26's native olmo3 / phi / gpt_neox are not what is checked; where the
+installed vLLM's backend cannot serve them the engine refuses them with its reason
+(`transformers_backend.KERNEL_OUTSIDE_TREE`), reported as "not run".
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -42,6 +47,8 @@ TOL = dict(atol=1e-4, rtol=1e-4)
 #: per cent of their scale. Held: each value within 5% of its largest magnitude, and the
 #: engine's top-1 token the reference's (or tied with it within that tolerance).
 BF16_SCALE = 5e-2
+#: vLLM's start-up error when another process frees GPU memory during its memory profile.
+MEMORY_RACE = "memory profiling"
 
 
 def _looser() -> dict:
@@ -107,7 +114,11 @@ def run_family(family: str, device: str) -> dict:
     try:
         engine = StandardizedVLLM(path, dtype=dtype, gpu_memory_utilization=0.1, max_model_len=512)
     except Exception as error:  # noqa: BLE001 - reported per family
-        declared = spec.engine_error is not None and spec.engine_error in str(error)
+        from nnterp_widgets.components.vllm.transformers_backend import KERNEL_OUTSIDE_TREE
+
+        declared = (spec.engine_error is not None and spec.engine_error in str(error)) or (
+            KERNEL_OUTSIDE_TREE in str(error)
+        )
         row.update(status="not run" if declared else "error", error=str(error).splitlines()[0][:400])
         return row
     row["start_s"] = round(time.monotonic() - started, 1)
@@ -194,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--families", default="", help="comma-separated model types (default: all)")
     parser.add_argument("--budget", type=float, default=0, help="stop starting families after this many seconds")
+    parser.add_argument("--jobs", type=int, default=1, help="families checked at once, each in its own process")
+    parser.add_argument("--one", default="", help=argparse.SUPPRESS)  # a child: one family, its row to OUT
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -229,19 +242,68 @@ def main(argv: list[str] | None = None) -> int:
         "gpu": torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu",
     }
     began, rows = time.monotonic(), []
-    for index, family in enumerate(order):
-        if args.budget and time.monotonic() - began > args.budget:
-            meta["not_reached"] = order[index:]
-            break
-        print(f"[families] {family} ...", flush=True)
-        row = run_family(family, args.device)
-        rows.append(row)
-        print(
-            f"[families] {family}: {row['status']} ({row.get('checks', 0)} checks, "
-            f"failed {row.get('failed') or row.get('error', '-')}) in {row.get('total_s', '?')} s",
-            flush=True,
-        )
+    if args.one:
+        row = run_family(args.one, args.device)
+        (out / f"{args.one}.row.json").write_text(json.dumps(row))
+        return 0
+    pending, running, retried = list(order), {}, set()
+
+    def stop(signum, frame):  # a time limit: the engines go with this process
+        for process, _ in running.values():
+            process.kill()
         write(out, rows, meta)
+        sys.exit(124)
+
+    signal.signal(signal.SIGTERM, stop)
+    while pending or running:
+        while pending and len(running) < max(1, args.jobs):
+            if args.budget and time.monotonic() - began > args.budget:
+                meta["not_reached"] = list(pending)
+                pending = []
+                break
+            family = pending.pop(0)
+            (out / f"{family}.row.json").unlink(missing_ok=True)
+            print(f"[families] {family} ...", flush=True)
+            log = open(out / f"{family}.log", "w")
+            running[family] = (
+                subprocess.Popen(
+                    [sys.executable, __file__, "--out", str(out), "--device", args.device, "--one", family],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                ),
+                log,
+            )
+        for family, (process, log) in list(running.items()):
+            if process.poll() is None:
+                continue
+            log.close()
+            del running[family]
+            result = out / f"{family}.row.json"
+            if result.exists():
+                row = json.loads(result.read_text())
+            else:
+                tail = (out / f"{family}.log").read_text()[-400:]
+                row = {
+                    "family": family,
+                    "device": args.device,
+                    "status": "error",
+                    "error": f"exit {process.returncode}: {tail}",
+                }
+            raced = MEMORY_RACE in row.get("error", "") or MEMORY_RACE in (out / f"{family}.log").read_text()
+            if row["status"] == "error" and raced and family not in retried:
+                # vLLM's start-up memory profile saw another engine free memory: try again.
+                retried.add(family)
+                pending.append(family)
+                continue
+            rows.append(row)
+            rows.sort(key=lambda done: order.index(done["family"]))
+            print(
+                f"[families] {family}: {row['status']} ({row.get('checks', 0)} checks, "
+                f"failed {row.get('failed') or row.get('error', '-')}) in {row.get('total_s', '?')} s",
+                flush=True,
+            )
+            write(out, rows, meta)
+        time.sleep(0.5)
     write(out, rows, meta)
     statuses = [row["status"] for row in rows]
     print(

