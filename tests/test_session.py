@@ -17,7 +17,7 @@ from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.session import ProbeError, ResultTooLarge, Superseded
 from nnterp_widgets.session.panels import QUANT, THUMBNAIL_SIDE, mean_pool
-from nnterp_widgets.session.probe import MAX_RESULT_BYTES, pattern_payload
+from nnterp_widgets.session.probe import MAX_RESULT_BYTES, pattern_bytes, pattern_payload
 from reference import hf_model, reference_attention, reference_values
 from traces import trace_values
 
@@ -128,6 +128,16 @@ def test_thumbnails_pool_like_the_grid():
         np.testing.assert_allclose(thumbnails[head].numpy(), mean_pool(want, THUMBNAIL_SIDE), atol=1e-6)
 
 
+def test_pooled_payload_is_the_block_maximum():
+    probabilities = torch.softmax(torch.randn(1, 2, 11, 11, generator=torch.Generator().manual_seed(1)), dim=-1)
+    quantized, _ = pattern_payload(probabilities, block=3)
+    assert quantized.shape == (2, 4, 4)  # the last block of a side holds the 2 tokens left
+    want = _max_pool(probabilities[0].numpy(), 3)
+    assert np.abs(quantized.numpy() / QUANT - want).max() <= 0.5 / QUANT + 1e-7
+    window, _ = pattern_payload(probabilities, window=(2, 6, 5, 11))
+    np.testing.assert_array_equal(window.numpy(), np.rint(probabilities[0, :, 2:6, 5:11].numpy() * QUANT))
+
+
 def test_layer_switch_is_one_request_and_cached(session):
     session.prompt(LONGER, key="switch").result(timeout=120)
     before = session.engine_requests
@@ -136,6 +146,107 @@ def test_layer_switch_is_one_request_and_cached(session):
     assert session.attention(LONGER, 1, key="switch").result(timeout=5) is first
     assert session.attention(LONGER, 0, key="switch").result(timeout=5).layer == 0  # came with the prompt
     assert session.engine_requests - before == 1
+
+
+# -- long prompts: the pattern at display resolution, exact cells on demand ----------
+
+#: A side far below the tests' prompts, so the tiny checkpoint's prompts are "long".
+SMALL_SIDE = 4
+
+
+@pytest.fixture()
+def small_side(session):
+    """The session with `SMALL_SIDE` as its pattern side (restored after)."""
+    kept = session.pattern_side
+    session.pattern_side = SMALL_SIDE
+    yield session
+    session.pattern_side = kept
+
+
+def _max_pool(pattern: np.ndarray, block: int) -> np.ndarray:
+    """``[heads, n, n]`` -> block maxima, the last block of a side holding what is left."""
+    heads, count, _ = pattern.shape
+    cells = -(-count // block)
+    padded = np.zeros((heads, cells * block, cells * block), dtype=pattern.dtype)  # probabilities are >= 0
+    padded[:, :count, :count] = pattern
+    return padded.reshape(heads, cells, block, cells, block).max(axis=(2, 4))
+
+
+def test_a_short_prompt_ships_every_cell(result):
+    panel = result.attention
+    assert panel.block == 1 and panel.exact and panel.whole
+    assert panel.quantized.shape[1:] == (len(result.tokens),) * 2
+    assert panel.query_range(3) == (3, 4) and panel.key_range(0) == (0, 1)
+
+
+def test_a_long_prompt_ships_the_max_pooled_pattern(small_side):
+    session = small_side
+    expected = reference_attention(str(checkpoint("qwen2")), "qwen2", LONGER)
+    result = session.prompt(LONGER, key="pooled").result(timeout=120)
+    count = len(result.tokens)
+    block = -(-count // SMALL_SIDE)
+    assert block > 1
+    before = session.engine_requests
+    panels = {0: result.attention, 1: session.attention(LONGER, 1, key="pooled").result(timeout=120)}
+    assert session.engine_requests - before == 1  # a layer switch: one request, pooled the same way
+    for layer, panel in panels.items():
+        exact = expected[("attention_probabilities", layer)][0].cpu().numpy()
+        assert panel.block == block and not panel.exact and panel.whole
+        assert panel.quantized.shape == (exact.shape[0], SMALL_SIDE, SMALL_SIDE)
+        np.testing.assert_allclose(panel.pattern, _max_pool(exact, block), atol=1 / QUANT)
+        # The cells' token ranges tile the prompt, the last one holding what is left.
+        ranges = panel.query_ranges()
+        assert ranges[0] == (0, block) and ranges[-1][1] == count
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        assert panel.key_ranges() == ranges
+        # Thumbnails are as before: the exact pattern, mean-pooled.
+        np.testing.assert_allclose(panel.thumbnails, exact, atol=1e-5)
+        assert panel.nbytes == pattern_bytes(panel.num_heads, count, SMALL_SIDE)
+
+
+def test_a_zoom_is_the_exact_window_one_request_cached(small_side):
+    session = small_side
+    expected = reference_attention(str(checkpoint("qwen2")), "qwen2", LONGER)
+    exact = expected[("attention_probabilities", 1)][0].cpu().numpy()
+    pooled = session.prompt(LONGER, key="zoom", layer=1).result(timeout=120).attention
+    count = len(pooled.tokens)
+    origin = pooled.zoom_origin(1, 1, SMALL_SIDE)
+    q0, k0 = origin
+    first, stop = pooled.query_range(1)
+    assert q0 <= first and stop <= q0 + SMALL_SIDE  # the window holds the clicked cell's tokens
+    before = session.engine_requests
+    window = session.attention(LONGER, 1, key="zoom", window=origin).result(timeout=120)
+    assert session.engine_requests - before == 1
+    assert session.attention(LONGER, 1, key="zoom", window=origin).result(timeout=5) is window  # cached
+    assert session.engine_requests - before == 1
+    assert window.exact and not window.whole and (window.query_start, window.key_start) == origin
+    np.testing.assert_allclose(window.pattern, exact[:, q0 : q0 + SMALL_SIDE, k0 : k0 + SMALL_SIDE], atol=1 / QUANT)
+    assert window.query_range(0) == (q0, q0 + 1) and window.key_cell(k0 + 2) == 2 and window.key_cell(0) is None
+    # At the prompt's end the window holds what is left; outside it, a clear refusal.
+    edge = session.attention(LONGER, 1, key="zoom", window=(count - 2, 0)).result(timeout=120)
+    assert edge.quantized.shape[1:] == (2, SMALL_SIDE)
+    np.testing.assert_allclose(edge.pattern, exact[:, count - 2 :, :SMALL_SIDE], atol=1 / QUANT)
+    with pytest.raises(ProbeError, match="outside"):
+        session.attention(LONGER, 1, key="zoom", window=(count, 0)).result(timeout=60)
+    assert session.attention(LONGER, 1, key="zoom", window=(0, 0)).result(timeout=120).exact  # still serving
+
+
+def test_bytes_grow_at_most_linearly_past_the_side(session):
+    kept = session.pattern_side
+    session.pattern_side = 8
+    try:
+        found = {}
+        for repeat in (4, 9):  # 24 and 54 tokens: 3x and 6.75x the side
+            result = session.prompt(" ".join(["The Eiffel Tower is in Paris"] * repeat), key="linear").result(120)
+            panel = result.attention
+            assert max(panel.quantized.shape[1:]) <= 8  # the pattern is bounded
+            # The thumbnails are too, past THUMBNAIL_SIDE tokens (beyond this engine's 64).
+            found[len(result.tokens)] = result.nbytes - panel.thumbnails.nbytes
+    finally:
+        session.pattern_side = kept
+    (short, small), (long, large) = sorted(found.items())
+    assert long >= 2 * short
+    assert large <= small * long / short
 
 
 def test_values_are_numpy_on_the_cpu(session, result):

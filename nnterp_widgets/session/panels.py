@@ -123,15 +123,33 @@ def mean_pool(matrix: np.ndarray, max_side: int) -> np.ndarray:
 
 #: A head's thumbnail is at most this many cells a side.
 THUMBNAIL_SIDE = 64
+#: A shipped pattern is at most this many cells a side: a prompt of up to this many
+#: tokens ships every cell; a longer one ships each head max-pooled in square blocks of
+#: ``ceil(tokens / PATTERN_SIDE)`` tokens (what a heatmap can draw), and a zoom ships a
+#: window of exact cells at most this wide.
+PATTERN_SIDE = 512
+
+
+def pattern_block(tokens: int, side: int = PATTERN_SIDE) -> int:
+    """The block a side of a ``tokens``-token pattern is pooled in to fit ``side`` cells."""
+    if side < 1:
+        raise ValueError(f"a pattern side must be >= 1, got {side}")
+    return max(1, math.ceil(tokens / side))
 
 
 @dataclass(frozen=True)
 class AttentionPanel:
-    """One layer's prefill ``attention_probabilities``.
+    """One layer's prefill ``attention_probabilities``, as shipped.
 
-    ``quantized`` is ``[heads, query, key]`` uint8, ``round(p * 255)`` (one byte a
-    cell); ``thumbnails`` is ``[heads, rows, cols]`` float32, each head's exact
-    probabilities mean-pooled to at most `THUMBNAIL_SIDE` a side, for the head grid.
+    ``quantized`` is ``[heads, rows, cols]`` uint8, ``round(p * 255)`` (one byte a cell).
+    Cell ``(i, j)`` covers queries ``query_start + i * block`` onwards and keys
+    ``key_start + j * block`` onwards, ``block`` tokens a side (the last cell of a side
+    may hold fewer; see `query_range` / `key_range`). ``block == 1``: exact cells (the
+    whole prompt, or a zoom window from ``(query_start, key_start)``); ``block > 1``: the
+    whole prompt, each cell the *maximum* over its block, so a strong single-token
+    attention stays visible. ``thumbnails`` is ``[heads, r, c]`` float32, each head's
+    exact probabilities over the whole prompt mean-pooled to at most `THUMBNAIL_SIDE` a
+    side, for the head grid.
     """
 
     tokens: Tokens
@@ -139,18 +157,43 @@ class AttentionPanel:
     num_layers: int
     quantized: np.ndarray
     thumbnails: np.ndarray
+    #: Tokens a cell covers, a side.
+    block: int = 1
+    #: The first query / key position of cell ``(0, 0)``.
+    query_start: int = 0
+    key_start: int = 0
 
     def __post_init__(self) -> None:
         count = len(self.tokens)
-        if self.quantized.dtype != np.uint8 or self.quantized.shape[1:] != (count, count):
+        if self.quantized.dtype != np.uint8 or self.quantized.ndim != 3:
             raise ValueError(
-                f"a pattern must be uint8 [heads, {count}, {count}]; got "
-                f"{self.quantized.dtype} {list(self.quantized.shape)}"
+                f"a pattern must be uint8 [heads, rows, cols]; got {self.quantized.dtype} {list(self.quantized.shape)}"
+            )
+        rows, cols = self.quantized.shape[1:]
+        if self.block < 1:
+            raise ValueError(f"a pattern's block is >= 1 token; got {self.block}")
+        if self.block > 1:  # pooled: the whole prompt, in as many cells as it has blocks
+            want = math.ceil(count / self.block)
+            if (self.query_start, self.key_start) != (0, 0) or (rows, cols) != (want, want):
+                raise ValueError(
+                    f"a pattern of {count} tokens pooled in blocks of {self.block} must be "
+                    f"[heads, {want}, {want}] from (0, 0); got {list(self.quantized.shape)} "
+                    f"from ({self.query_start}, {self.key_start})"
+                )
+        elif not (
+            1 <= rows
+            and 1 <= cols
+            and 0 <= self.query_start <= self.query_start + rows <= count
+            and 0 <= self.key_start <= self.key_start + cols <= count
+        ):
+            raise ValueError(
+                f"a pattern of [{rows}, {cols}] cells from ({self.query_start}, {self.key_start}) "
+                f"does not fit {count} tokens"
             )
 
     @classmethod
     def from_probabilities(cls, tokens: Tokens, layer: int, num_layers: int, pattern: np.ndarray) -> "AttentionPanel":
-        """A panel from float probabilities ``[heads, query, key]`` (quantised and pooled here)."""
+        """A panel of exact cells from float probabilities ``[heads, query, key]`` (quantised and pooled here)."""
         pattern = np.asarray(pattern, dtype=np.float32)
         quantized = np.rint(pattern * QUANT).astype(np.uint8)
         thumbnails = np.stack([mean_pool(head, THUMBNAIL_SIDE) for head in pattern])
@@ -160,15 +203,78 @@ class AttentionPanel:
     def num_heads(self) -> int:
         return int(self.quantized.shape[0])
 
+    @property
+    def exact(self) -> bool:
+        """Every cell is one (query, key) pair (``block == 1``)."""
+        return self.block == 1
+
+    @property
+    def whole(self) -> bool:
+        """The cells cover the whole prompt (not a zoom window)."""
+        count = len(self.tokens)
+        stops = (self.query_start + self.rows * self.block, self.key_start + self.cols * self.block)
+        return (self.query_start, self.key_start) == (0, 0) and min(stops) >= count
+
+    @property
+    def rows(self) -> int:
+        return int(self.quantized.shape[1])
+
+    @property
+    def cols(self) -> int:
+        return int(self.quantized.shape[2])
+
+    def query_range(self, row: int) -> tuple[int, int]:
+        """``(first, stop)`` of the query positions cell row ``row`` covers."""
+        return self._range(self.query_start, row, self.rows)
+
+    def key_range(self, col: int) -> tuple[int, int]:
+        """``(first, stop)`` of the key positions cell column ``col`` covers."""
+        return self._range(self.key_start, col, self.cols)
+
+    def _range(self, start: int, index: int, cells: int) -> tuple[int, int]:
+        if not 0 <= index < cells:
+            raise IndexError(f"cell {index} is out of range: this pattern has cells 0..{cells - 1} a side")
+        first = start + index * self.block
+        return first, min(first + self.block, len(self.tokens))
+
+    def query_ranges(self) -> list[tuple[int, int]]:
+        return [self.query_range(i) for i in range(self.rows)]
+
+    def key_ranges(self) -> list[tuple[int, int]]:
+        return [self.key_range(j) for j in range(self.cols)]
+
+    def query_cell(self, position: int) -> int | None:
+        """The row holding query ``position``, or None where the cells do not cover it."""
+        return self._cell(self.query_start, self.rows, position)
+
+    def key_cell(self, position: int) -> int | None:
+        """The column holding key ``position``, or None where the cells do not cover it."""
+        return self._cell(self.key_start, self.cols, position)
+
+    def _cell(self, start: int, cells: int, position: int) -> int | None:
+        index = (int(position) - start) // self.block
+        return index if position >= start and index < cells else None
+
+    def zoom_origin(self, row: int, col: int, side: int = PATTERN_SIDE) -> tuple[int, int]:
+        """``(query_start, key_start)`` of the ``side``-wide window of exact cells centred on
+        cell ``(row, col)``, moved inside the prompt."""
+        count = len(self.tokens)
+
+        def origin(first: int, stop: int) -> int:
+            return int(min(max(0, (first + stop) // 2 - side // 2), max(0, count - side)))
+
+        return origin(*self.query_range(row)), origin(*self.key_range(col))
+
     def head(self, index: int) -> np.ndarray:
-        """Head ``index``'s pattern, decoded to float32 ``[query, key]``."""
+        """Head ``index``'s cells, decoded to float32 ``[rows, cols]`` (the exact pattern
+        where ``block == 1``; block maxima where it is more)."""
         if not 0 <= index < self.num_heads:
             raise IndexError(f"head {index} is out of range: layer {self.layer} has heads 0..{self.num_heads - 1}")
         return self.quantized[index].astype(np.float32) / QUANT
 
     @property
     def pattern(self) -> np.ndarray:
-        """Every head decoded, float32 ``[heads, query, key]`` (4 bytes a cell: mind long prompts)."""
+        """Every head decoded, float32 ``[heads, rows, cols]`` (4 bytes a cell)."""
         return self.quantized.astype(np.float32) / QUANT
 
     def to_bytes(self) -> bytes:

@@ -2,10 +2,12 @@
 
 * `run_prompt`: one trace that paints the explorer: the tokens, the model's top-k
   prediction, the logit lens over a window of positions (``project_on_vocab`` on those
-  positions only), and the shown layer's pattern, quantised to one byte a cell, with
+  positions only), and the shown layer's pattern, quantised to one byte a cell
+  (max-pooled to at most `PATTERN_SIDE` cells a side on a longer prompt), with
   per-head thumbnails for the head grid. The module tree's shapes come from the
   engine's value descriptions, without a request.
-* `run_attention`: one layer's pattern (a layer switch); `run_lens`: another window of
+* `run_attention`: one layer's pattern (a layer switch), or a window of its exact cells
+  (a zoom into a pooled pattern); `run_lens`: another window of
   the lens; `run_value`: one value's summary (a click in the module tree).
 
 Every tensor is moved to the CPU inside the trace, before it is saved, so it leaves the
@@ -16,12 +18,22 @@ error, and the engine carries on.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from .panels import THUMBNAIL_SIDE, AttentionPanel, LensPanel, PromptResult, Tokens, ValueSummary
+from .panels import (
+    PATTERN_SIDE,
+    THUMBNAIL_SIDE,
+    AttentionPanel,
+    LensPanel,
+    PromptResult,
+    Tokens,
+    ValueSummary,
+    pattern_block,
+)
 
 #: Rows (token positions) and columns of a value's preview.
 PREVIEW_ROWS = 32
@@ -101,10 +113,26 @@ def check_layer(model, layer: int) -> None:
         raise ProbeError(f"no attention pattern for layer {layer}: this model has a pattern on {span}")
 
 
-def pattern_bytes(heads: int, tokens: int) -> int:
-    """What one layer's quantised pattern and thumbnails weigh."""
-    side = min(tokens, THUMBNAIL_SIDE)
-    return heads * tokens * tokens + heads * side * side * 4
+def pattern_bytes(heads: int, tokens: int, side: int = PATTERN_SIDE, window: tuple | None = None) -> int:
+    """What one layer's shipped pattern (quantised, pooled to ``side`` cells a side, or a
+    ``side``-wide ``window`` from ``(query_start, key_start)``) and its thumbnails weigh."""
+    if window is None:
+        rows = cols = math.ceil(tokens / pattern_block(tokens, side))
+    else:
+        rows, cols = (min(side, tokens - start) for start in window)
+    thumb = min(tokens, THUMBNAIL_SIDE)
+    return heads * rows * cols + heads * thumb * thumb * 4
+
+
+def check_window(tokens: int, window) -> tuple[int, int]:
+    """``window`` as ``(query_start, key_start)`` inside a ``tokens``-token prompt."""
+    try:
+        query, key = (int(n) for n in window)
+    except (TypeError, ValueError):
+        raise ProbeError(f"a pattern window is (query_start, key_start); got {window!r}") from None
+    if not (0 <= query < tokens and 0 <= key < tokens):
+        raise ProbeError(f"pattern window ({query}, {key}) is outside this prompt's positions 0..{tokens - 1}")
+    return query, key
 
 
 def lens_bytes(layers: int, window: int, k: int = LENS_K) -> int:
@@ -159,10 +187,25 @@ def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     return top.values.cpu(), top.indices.cpu()
 
 
-def pattern_payload(probabilities: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[1, heads, q, k]`` probabilities -> (uint8 ``round(p * 255)``, pooled thumbnails), on the CPU."""
+def pattern_payload(
+    probabilities: torch.Tensor, block: int = 1, window: tuple | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[1, heads, q, k]`` probabilities -> (uint8 ``round(p * 255)`` cells, pooled thumbnails), on the CPU.
+
+    The cells: every one (``block == 1``), each ``block``-token square's maximum, or the
+    exact ones in ``window`` ``(q0, q1, k0, k1)``; pooled and cut on the engine's device,
+    so only what is shipped leaves it.
+    """
     pattern = probabilities[0].float()
-    quantized = (pattern * 255).round_().to(torch.uint8).cpu()
+    if window is not None:
+        q0, q1, k0, k1 = window
+        cells = pattern[:, q0:q1, k0:k1]
+    elif block > 1:
+        # ceil_mode with no padding: a last, narrower block is the maximum of what it holds.
+        cells = torch.nn.functional.max_pool2d(pattern, block, block, ceil_mode=True)
+    else:
+        cells = pattern
+    quantized = (cells * 255).round_().to(torch.uint8).cpu()
     rows, cols = pattern.shape[-2:]
     block = (-(-rows // THUMBNAIL_SIDE), -(-cols // THUMBNAIL_SIDE))
     # ceil_mode with no padding averages a last, narrower block over what it holds
@@ -225,12 +268,14 @@ def run_prompt(
     ablate: Sequence = (),
     k: int = LENS_K,
     max_bytes: int = MAX_RESULT_BYTES,
+    side: int = PATTERN_SIDE,
 ) -> PromptResult:
     """What the explorer paints first, for ``prompt``: one trace.
 
     ``layer``: the layer whose pattern comes with it (the first that has one by
-    default); ``window``: the lens's positions (see `lens_window`); ``ablate``: heads
-    ``(layer, head)`` zeroed before the reads.
+    default; max-pooled to ``side`` cells a side past ``side`` tokens); ``window``: the
+    lens's positions (see `lens_window`); ``ablate``: heads ``(layer, head)`` zeroed
+    before the reads.
     """
     ids = check_prompt(model, prompt)
     heads = check_ablate(model, ablate)
@@ -241,28 +286,27 @@ def run_prompt(
     if shown is not None:
         check_layer(model, shown)
     num_layers, k = model.num_layers, int(k)
+    block = pattern_block(count, side)
     estimate = lens_bytes(num_layers, stop - start, k) + count * 8
     if shown is not None:
-        estimate += pattern_bytes(model.num_heads, count)
-    check_size(
-        estimate, max_bytes, "shorten the prompt (the shown layer's pattern grows with the square of its length)"
-    )
+        estimate += pattern_bytes(model.num_heads, count, side)
+    check_size(estimate, max_bytes, "shorten the prompt or narrow the lens window")
     with model.trace(prompt, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         out["lens"] = []
         for index in range(num_layers):
-            block = model.layers[index]
+            layer_block = model.layers[index]
             if index == shown:
-                out["pattern"] = pattern_payload(block.self_attn.attention_probabilities)
+                out["pattern"] = pattern_payload(layer_block.self_attn.attention_probabilities, block)
             _ablate(model, heads, index)
-            out["lens"].append(top_k(model.project_on_vocab(block.layer_output[0, start:stop]), k))
+            out["lens"].append(top_k(model.project_on_vocab(layer_block.layer_output[0, start:stop]), k))
         out["model_top"] = top_k(model.logits[0, -1], k)
     tokens = _tokens(model, out["input_ids"])
     if len(tokens) != count:
         raise ProbeError(f"the engine tokenised the prompt into {len(tokens)} tokens, the kernel into {count}")
     lens = _lens(model, tokens, out["lens"], out["model_top"], start)
-    attention = _attention(tokens, shown, num_layers, out["pattern"]) if shown is not None else None
+    attention = _attention(tokens, shown, num_layers, out["pattern"], block) if shown is not None else None
     shapes = {value.id: value.shape for value in model.describe(count)}
     nbytes = lens.top_ids.nbytes + lens.top_probs.nbytes + (attention.nbytes if attention is not None else 0)
     return PromptResult(prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8))
@@ -273,25 +317,40 @@ probe = run_prompt
 
 
 def run_attention(
-    model, prompt: str, layer: int, *, ablate: Sequence = (), max_bytes: int = MAX_RESULT_BYTES
+    model,
+    prompt: str,
+    layer: int,
+    *,
+    window: Any = None,
+    ablate: Sequence = (),
+    max_bytes: int = MAX_RESULT_BYTES,
+    side: int = PATTERN_SIDE,
 ) -> AttentionPanel:
-    """Layer ``layer``'s pattern for ``prompt`` (a layer switch): one trace."""
+    """Layer ``layer``'s pattern for ``prompt``: one trace.
+
+    ``window=None``: the whole pattern as the prompt request ships it (a layer switch);
+    ``window=(query_start, key_start)``: the exact cells of at most ``side`` queries and
+    keys from there (a zoom).
+    """
     ids = check_prompt(model, prompt)
     heads = check_ablate(model, ablate)
     layer = int(layer)
     check_layer(model, layer)
-    check_size(
-        pattern_bytes(model.num_heads, len(ids)),
-        max_bytes,
-        "shorten the prompt (a layer's pattern grows with the square of its length)",
-    )
+    count = len(ids)
+    origin = None if window is None else check_window(count, window)
+    check_size(pattern_bytes(model.num_heads, count, side, origin), max_bytes, "shorten the prompt")
+    block, cut = pattern_block(count, side), None
+    if origin is not None:
+        block, (q0, k0) = 1, origin
+        cut = (q0, min(count, q0 + side), k0, min(count, k0 + side))
     with model.trace(prompt, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         for index in range(layer):
             _ablate(model, heads, index)
-        out["pattern"] = pattern_payload(model.layers[layer].self_attn.attention_probabilities)
-    return _attention(_tokens(model, out["input_ids"]), layer, model.num_layers, out["pattern"])
+        out["pattern"] = pattern_payload(model.layers[layer].self_attn.attention_probabilities, block, cut)
+    tokens = _tokens(model, out["input_ids"])
+    return _attention(tokens, layer, model.num_layers, out["pattern"], block, origin or (0, 0))
 
 
 def run_lens(
@@ -374,9 +433,13 @@ def _tokens(model, input_ids: Any) -> Tokens:
     return Tokens(ids, tuple(tokenizer.decode([i]) for i in ids))
 
 
-def _attention(tokens: Tokens, layer: int, num_layers: int, payload: tuple) -> AttentionPanel:
+def _attention(
+    tokens: Tokens, layer: int, num_layers: int, payload: tuple, block: int = 1, origin: tuple = (0, 0)
+) -> AttentionPanel:
     quantized, thumbnails = payload
-    return AttentionPanel(tokens, layer, num_layers, _numpy(quantized, np.uint8), _numpy(thumbnails, np.float32))
+    return AttentionPanel(
+        tokens, layer, num_layers, _numpy(quantized, np.uint8), _numpy(thumbnails, np.float32), block, *origin
+    )
 
 
 def _lens(model, tokens: Tokens, rows: list, model_top: tuple, start: int) -> LensPanel:

@@ -93,6 +93,9 @@ class Session:
         self.start_seconds: float | None = None
         #: The most one request may return; lower it to see the refusal (tests do).
         self.max_result_bytes = probe.MAX_RESULT_BYTES
+        #: The most cells a side a shipped pattern has (longer prompts are max-pooled to it,
+        #: a zoom window is at most this wide); lower it to see pooling on a short prompt.
+        self.pattern_side = probe.PATTERN_SIDE
         self._cache: OrderedDict = OrderedDict()
         self._cache_lock = threading.Lock()
         self._worker = EngineWorker(self._open_engine, self._status)
@@ -175,10 +178,12 @@ class Session:
         """
         self._worker.drop(lambda pending: pending.startswith(f"{key}:"))
         heads = _heads(ablate)
-        limit = self.max_result_bytes
+        limit, side = self.max_result_bytes, self.pattern_side
         future = self.request(
             key,
-            lambda engine: probe.run_prompt(engine, text, layer=layer, window=window, ablate=heads, max_bytes=limit),
+            lambda engine: probe.run_prompt(
+                engine, text, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side
+            ),
         )
 
         def remember(done: Future) -> None:
@@ -186,21 +191,31 @@ class Session:
                 return
             result = done.result()
             if result.attention is not None:
-                self._remember(("attention", text, heads, result.attention.layer), result.attention)
+                self._remember(("attention", text, heads, result.attention.layer, None, side), result.attention)
             lens = result.lens
             self._remember(("lens", text, heads, lens.start, lens.stop), lens)
 
         future.add_done_callback(remember)
         return future
 
-    def attention(self, text: str, layer: int, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
-        """Layer ``layer``'s `AttentionPanel` for ``text``: one request, cached."""
+    def attention(
+        self, text: str, layer: int, key: str = "prompt", *, ablate: Sequence = (), window: Any = None
+    ) -> Future:
+        """Layer ``layer``'s `AttentionPanel` for ``text``: one request, cached.
+
+        ``window=None``: the pattern as the prompt request ships it (pooled past
+        ``pattern_side`` tokens); ``window=(query_start, key_start)``: the exact cells of
+        at most ``pattern_side`` queries and keys from there (a zoom).
+        """
         heads = _heads(ablate)
-        limit = self.max_result_bytes
+        limit, side = self.max_result_bytes, self.pattern_side
+        origin = None if window is None else _window(window)
         return self._cached(
-            ("attention", text, heads, int(layer)),
+            ("attention", text, heads, int(layer), origin, side),
             f"{key}:attention",
-            lambda engine: probe.run_attention(engine, text, layer, ablate=heads, max_bytes=limit),
+            lambda engine: probe.run_attention(
+                engine, text, layer, window=origin, ablate=heads, max_bytes=limit, side=side
+            ),
         )
 
     def lens(self, text: str, start: int, stop: int, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
@@ -312,6 +327,15 @@ class Session:
             for key, session in list(self._sessions.items()):
                 if session is self:
                     del self._sessions[key]
+
+
+def _window(window: Any) -> tuple:
+    """A zoom window as a hashable key; what is not two ints is kept as its text, for
+    the request's own check to refuse with its message."""
+    try:
+        return tuple(int(n) for n in window)
+    except (TypeError, ValueError):
+        return (repr(window),)
 
 
 def _heads(ablate: Sequence) -> tuple:

@@ -3,8 +3,11 @@
 State and rendering: the view shows the :class:`~nnterp_widgets.session.panels.AttentionPanel`
 a prompt's result came with (``update``), and a layer switch asks its ``session`` for
 that layer's panel (one engine request, cached by the session); a head switch, a click
-or a hover asks nothing. The chosen head is drawn at full resolution (decoded from the
-panel's one byte a cell), the grid from the panel's per-head thumbnails.
+or a hover asks nothing. The chosen head is drawn as the panel ships it (decoded from
+one byte a cell: every cell on a short prompt, block maxima on a long one), the grid
+from the panel's per-head thumbnails. On a pooled pattern a click on a cell zooms: the
+session is asked for the exact cells of a window around it (one request, cached), and
+``zoom out`` returns to the whole pattern.
 
 Traits for the explorer to link (plain traitlets, Python side): ``layer``, ``head``,
 ``selected_token`` (query position, ``-1`` for none), ``ablated`` (the ``(layer, head)`` pairs toggled for
@@ -26,8 +29,8 @@ import ipywidgets
 import plotly.graph_objects as go
 import traitlets
 
-from ..session.panels import AttentionPanel, PromptResult
-from .figures import attention_figure, head_grid_figure, selection_shapes
+from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
+from .figures import attention_figure, attention_selection, head_grid_figure
 from .lifecycle import KernelThread
 from .plot_panel import PlotPanel, clicked
 
@@ -37,9 +40,9 @@ __all__ = ["AttentionView"]
 class AttentionView(PlotPanel):
     """A layer / head picker, the chosen head's heatmap and a grid of all heads.
 
-    ``session``: where a layer switch asks for the layer's pattern (anything with
-    ``attention(text, layer, key, ablate=...) -> Future``, a `Session`); ``key`` names
-    this view's requests there.
+    ``session``: where a layer switch asks for the layer's pattern and a zoom for a
+    window of it (anything with ``attention(text, layer, key, ablate=..., window=...) ->
+    Future``, a `Session`); ``key`` names this view's requests there.
     """
 
     layer = traitlets.Int(0)
@@ -57,6 +60,8 @@ class AttentionView(PlotPanel):
         **kwargs,
     ):
         self._panel: AttentionPanel | None = None
+        #: The zoom window on screen (exact cells of part of ``_panel``'s layer), or None.
+        self._zoomed: AttentionPanel | None = None
         self._notes: list = []
         self.session = session
         self.key = key
@@ -73,11 +78,15 @@ class AttentionView(PlotPanel):
         self.clear_ablation = ipywidgets.Button(description="clear ablation", tooltip="ablate no head")
         self.ablated_label = ipywidgets.Label("")
         self.clear_ablation.on_click(lambda button: setattr(self, "ablated", ()))
+        self.zoom_out_button = ipywidgets.Button(
+            description="zoom out", disabled=True, tooltip="back to the whole pattern (click a pooled cell to zoom)"
+        )
+        self.zoom_out_button.on_click(lambda button: self.zoom_out())
         self.figure = go.FigureWidget()
         self.grid = go.FigureWidget()
         super().__init__(
             [
-                ipywidgets.HBox([self.layer_input, self.head_input, self.range_label]),
+                ipywidgets.HBox([self.layer_input, self.head_input, self.zoom_out_button, self.range_label]),
                 ipywidgets.HBox([self.ablate_mode, self.clear_ablation, self.ablated_label]),
             ],
             [self.figure, self.grid],
@@ -96,8 +105,59 @@ class AttentionView(PlotPanel):
 
     @property
     def panel(self) -> AttentionPanel | None:
-        """The panel on screen (the chosen layer's), or None."""
+        """The chosen layer's panel (the whole pattern, as shipped), or None."""
         return self._panel
+
+    @property
+    def zoomed(self) -> AttentionPanel | None:
+        """The zoom window on screen (exact cells), or None when the whole pattern is."""
+        return self._zoomed
+
+    @property
+    def shown(self) -> AttentionPanel | None:
+        """What the heatmap draws: the zoom window, else the layer's panel."""
+        return self._zoomed if self._zoomed is not None else self._panel
+
+    def zoom(self, query_start: int, key_start: int) -> None:
+        """Show the exact cells of the window from ``(query_start, key_start)``, at most
+        the session's pattern side a side: one request (cached by the session)."""
+        result, layer = self._result, self.layer
+        if result is None or self._panel is None:
+            self.message.value = "no pattern to zoom into yet"
+            return
+        if self.session is None:
+            self.message.value = "a zoom needs a session to ask the engine for exact cells"
+            return
+        origin = (int(query_start), int(key_start))
+        self._idle.clear()
+        self._error = None
+        self.set_status("busy", f"asking for layers[{layer}] queries {origin[0]}.., keys {origin[1]}..")
+        try:
+            future = self.session.attention(result.prompt, layer, self.key, ablate=result.ablate, window=origin)
+        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
+            self._failed(error)
+            return
+        future.add_done_callback(lambda done: self._kernel.call(self._zoom_landed, result, layer, done))
+
+    def zoom_out(self) -> None:
+        """Back to the layer's whole pattern (no request)."""
+        if self._zoomed is None:
+            return
+        self._zoomed = None
+        self._render()
+
+    def _zoom_landed(self, result: PromptResult, layer: int, future) -> None:
+        if result is not self._result or layer != self.layer or self._panel is None or future.cancelled():
+            return  # a newer prompt or layer is on its way
+        error = future.exception()
+        if error is not None:
+            if type(error).__name__ != "Superseded":
+                self._failed(error)
+            return
+        self._zoomed = future.result()
+        self._render()
+        self.set_status("idle", "")
+        self._idle.set()
 
     @property
     def layers(self) -> list[int]:
@@ -126,7 +186,7 @@ class AttentionView(PlotPanel):
         layer, selected = self.layer, self.selected_token
         count = len(result.tokens)
         self._result = result
-        self._panel = None
+        self._panel = self._zoomed = None
         if selected >= count:
             notes.append(f"selected token {selected} is past this {count}-token prompt; selected {count - 1}")
             selected = count - 1
@@ -230,7 +290,7 @@ class AttentionView(PlotPanel):
 
     def _land(self, result: PromptResult, layer: int, panel: AttentionPanel) -> None:
         notes, self._notes = self._notes, []
-        self._panel = panel
+        self._panel, self._zoomed = panel, None
         if not 0 <= self.head < panel.num_heads:
             new = min(max(self.head, 0), panel.num_heads - 1)
             notes.append(
@@ -254,8 +314,9 @@ class AttentionView(PlotPanel):
         panel = self._panel
         if panel is None:
             return
-        if self._show(self.figure, attention_figure(panel, self.head, self.selected_token)):
+        if self._show(self.figure, attention_figure(self.shown, self.head, self.selected_token)):
             self.figure.data[0].on_click(self._on_main_click)
+        self.zoom_out_button.disabled = self._zoomed is None
         if new_panel:
             self._show(self.grid, head_grid_figure(panel))
             for index, trace in enumerate(self.grid.data):  # each trace is one head
@@ -274,6 +335,7 @@ class AttentionView(PlotPanel):
             return
         self.message.value = ""
         if change["name"] == "layer":
+            self._zoomed = None
             self._want(self.layer)
         else:
             self._render()
@@ -281,14 +343,20 @@ class AttentionView(PlotPanel):
     def _on_selected(self, change) -> None:
         if self._holding or self._panel is None:
             return
-        count = len(self._panel.tokens)
-        self.figure.layout.shapes = selection_shapes(count, change["new"], row=True, column=True)
+        self.figure.layout.shapes = attention_selection(self.shown, change["new"])
 
     def _on_main_click(self, trace, points, state=None) -> None:
-        """Click on the head's heatmap: select that query token (the row)."""
-        query = clicked(points, "y")
-        if query is not None:
-            self.selected_token = query
+        """Click on the head's heatmap: on exact cells select that query token (the row);
+        on a pooled cell zoom into the window of exact cells around it."""
+        row, col = clicked(points, "y"), clicked(points, "x")
+        shown = self.shown
+        if row is None or shown is None:
+            return
+        if shown.exact:
+            self.selected_token = row
+        elif col is not None:
+            side = getattr(self.session, "pattern_side", PATTERN_SIDE)
+            self.zoom(*shown.zoom_origin(row, col, side))
 
     def _on_grid_click(self, head: int, trace, points, state=None) -> None:
         """Click on the grid: show that head (each trace is one head), or in ablate mode

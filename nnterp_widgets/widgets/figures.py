@@ -57,7 +57,10 @@ __all__ = [
     "FIGURE_WIDTH",
     "HOVER_TEXT_MAX_TOKENS",
     "MAX_TICK_LABELS",
+    "attention_axes",
     "attention_figure",
+    "attention_selection",
+    "block_label",
     "escape_token",
     "for_widget",
     "head_grid_figure",
@@ -173,26 +176,78 @@ def selection_shapes(count: int, selected: int, *, row: bool, column: bool, rows
     return shapes
 
 
-def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1) -> go.Figure:
-    """Heatmap of one head's pattern: query rows (query 0 on top) × key columns.
+def attention_axes(panel: AttentionPanel) -> tuple[np.ndarray, np.ndarray]:
+    """The attention heatmap's ``(y, x)`` coordinates: token positions where the cells are
+    exact (a zoom window's start at its own), cell indices where they are pooled."""
+    if panel.exact:
+        return (
+            np.arange(panel.query_start, panel.query_start + panel.rows, dtype=np.int32),
+            np.arange(panel.key_start, panel.key_start + panel.cols, dtype=np.int32),
+        )
+    return np.arange(panel.rows, dtype=np.int32), np.arange(panel.cols, dtype=np.int32)
 
-    Hover names the query token, the key token (with their positions) and the weight.
-    Up to :data:`HOVER_TEXT_MAX_TOKENS` tokens the texts are ``customdata[q][k] =
-    [query text, key text]`` (escaped) and the weight is ``z``; past it see the module
-    docstring. ``selected_token >= 0`` outlines that query row and key column.
+
+def block_label(panel: AttentionPanel, first: int, stop: int) -> str:
+    """A pooled cell's side as hover text: ``"12..15 (␣the … ␣Paris)"`` (escaped)."""
+    texts = panel.tokens.texts
+    last = stop - 1
+    if last == first:
+        return f"{first} ({escape_token(texts[first])})"
+    return f"{first}..{last} ({escape_token(texts[first])} … {escape_token(texts[last])})"
+
+
+def attention_selection(panel: AttentionPanel, selected: int) -> list[dict]:
+    """Outlines of query row and key column ``selected`` (a token position) on ``panel``'s
+    heatmap: the cell row / column holding it, where the cells cover it."""
+    count = len(panel.tokens)
+    if panel.exact and panel.whole:
+        return selection_shapes(count, selected, row=True, column=True)
+    if selected < 0:
+        return []
+    if selected >= count:
+        raise IndexError(f"selected token {selected} is out of range: the prompt has positions 0..{count - 1}")
+    ys, xs = attention_axes(panel)
+    line = dict(color=HIGHLIGHT, width=2)
+    common = dict(type="rect", xref="x", yref="y", layer="above", line=line, fillcolor="rgba(0,0,0,0)")
+    shapes = []
+    row, col = panel.query_cell(selected), panel.key_cell(selected)
+    if row is not None:
+        y = int(ys[row])
+        shapes.append(dict(common, name="selected row", x0=xs[0] - 0.5, x1=xs[-1] + 0.5, y0=y - 0.5, y1=y + 0.5))
+    if col is not None:
+        x = int(xs[col])
+        shapes.append(dict(common, name="selected column", x0=x - 0.5, x1=x + 0.5, y0=ys[0] - 0.5, y1=ys[-1] + 0.5))
+    return [{k: (int(v) if isinstance(v, np.integer) else v) for k, v in shape.items()} for shape in shapes]
+
+
+def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1) -> go.Figure:
+    """Heatmap of one head's cells: query rows (the first on top) × key columns.
+
+    Exact cells (``panel.block == 1``, the whole prompt or a zoom window) sit at their
+    token positions; hover names the query token, the key token (with their positions)
+    and the weight. Up to :data:`HOVER_TEXT_MAX_TOKENS` cells a side the texts are
+    ``customdata[q][k] = [query text, key text]`` (escaped) and the weight is ``z``;
+    past it see the module docstring. Pooled cells (a long prompt) sit at their cell
+    index, and hover says which tokens a cell is the maximum over ("max over queries
+    a..b, keys c..d"). ``selected_token >= 0`` outlines the row and column holding it.
     """
     z = np.ascontiguousarray(panel.head(head), dtype=np.float32)
-    count = len(panel.tokens)
-    if z.shape != (count, count):
-        raise ValueError(
-            f"head {head} of layers[{panel.layer}] is {z.shape}, expected ({count}, {count}) for {count} tokens"
-        )
-    labels = [escape_token(text) for text in panel.tokens.texts]
-    positions = np.arange(count, dtype=np.int32)
+    ys, xs = attention_axes(panel)
+    if panel.exact:
+        texts = panel.tokens.texts
+        y_labels = [escape_token(texts[int(q)]) for q in ys]
+        x_labels = [escape_token(texts[int(k)]) for k in xs]
+        title = f"layers[{panel.layer}] head {head}"
+        if not panel.whole:
+            title += f" · queries {ys[0]}..{ys[-1]}, keys {xs[0]}..{xs[-1]} (exact)"
+    else:
+        y_labels = [block_label(panel, *span) for span in panel.query_ranges()]
+        x_labels = [block_label(panel, *span) for span in panel.key_ranges()]
+        title = f"layers[{panel.layer}] head {head} · max over {panel.block}×{panel.block}-token blocks (click to zoom)"
     heatmap = dict(
         z=z,
-        x=positions,
-        y=positions,
+        x=xs,
+        y=ys,
         zmin=0.0,
         zmax=1.0,
         colorscale=COLORSCALE,
@@ -200,19 +255,19 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
         name=f"head {head}",
     )
     layout = dict(
-        title=dict(text=f"layers[{panel.layer}] head {head}"),
-        uirevision=f"attention:{count}",
-        shapes=selection_shapes(count, selected_token, row=True, column=True),
+        title=dict(text=title),
+        uirevision=f"attention:{len(panel.tokens)}:{panel.block}:{panel.query_start}:{panel.key_start}",
+        shapes=attention_selection(panel, selected_token),
         width=FIGURE_WIDTH,
         height=600,
         margin=dict(l=90, r=20, t=50, b=90),
         hovermode="closest",
     )
     traces: list = []
-    if count <= HOVER_TEXT_MAX_TOKENS:
-        customdata = np.empty((count, count, 2), dtype=object)
-        customdata[:, :, 0] = np.array(labels, dtype=object)[:, None]
-        customdata[:, :, 1] = np.array(labels, dtype=object)[None, :]
+    if panel.exact and max(panel.rows, panel.cols) <= HOVER_TEXT_MAX_TOKENS:
+        customdata = np.empty(z.shape + (2,), dtype=object)
+        customdata[:, :, 0] = np.array(y_labels, dtype=object)[:, None]
+        customdata[:, :, 1] = np.array(x_labels, dtype=object)[None, :]
         heatmap.update(
             customdata=customdata,
             hovertemplate=(
@@ -220,27 +275,42 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
             ),
         )
         layout.update(
-            xaxis=_token_axis(labels, title=dict(text="key")),
-            yaxis=_token_axis(labels, title=dict(text="query"), autorange="reversed"),
+            xaxis=_token_axis(x_labels, int(xs[0]), title=dict(text="key")),
+            yaxis=_token_axis(y_labels, int(ys[0]), title=dict(text="query"), autorange="reversed"),
         )
         traces.append(go.Heatmap(**heatmap))
     else:
-        # Hidden axes: a tick (and so a hover label) at every position; no drawn labels.
-        full = dict(
-            tickmode="array",
-            tickvals=positions,
-            ticktext=labels,
-            showticklabels=False,
-            ticks="",
-            showgrid=False,
-            zeroline=False,
-        )
-        heatmap.update(hovertemplate="query %{y:d}: %{y}<br>key %{x:d}: %{x}<br>weight %{z:.4f}<extra></extra>")
+        # Hidden axes: a tick (and so a hover label) at every cell; no drawn labels.
+        def full(values, labels):
+            return dict(
+                tickmode="array",
+                tickvals=values,
+                ticktext=labels,
+                showticklabels=False,
+                ticks="",
+                showgrid=False,
+                zeroline=False,
+            )
+
+        if panel.exact:
+            template = "query %{y:d}: %{y}<br>key %{x:d}: %{x}<br>weight %{z:.4f}<extra></extra>"
+            drawn_y, drawn_x, names = y_labels, x_labels, ("key", "query")
+        else:
+            template = "max over queries %{y}<br>keys %{x}<br>weight %{z:.4f}<extra></extra>"
+            # Drawn ticks: each labelled cell's first token position.
+            drawn_y = [str(first) for first, _ in panel.query_ranges()]
+            drawn_x = [str(first) for first, _ in panel.key_ranges()]
+            names = (f"key (blocks of {panel.block})", f"query (blocks of {panel.block})")
+        heatmap.update(hovertemplate=template)
         layout.update(
-            xaxis=dict(full),
-            yaxis=dict(full, autorange="reversed"),
-            xaxis2=_token_axis(labels, overlaying="x", matches="x", anchor="y", side="bottom", title=dict(text="key")),
-            yaxis2=_token_axis(labels, overlaying="y", matches="y", anchor="x", side="left", title=dict(text="query")),
+            xaxis=full(xs, x_labels),
+            yaxis=dict(full(ys, y_labels), autorange="reversed"),
+            xaxis2=_token_axis(
+                drawn_x, int(xs[0]), overlaying="x", matches="x", anchor="y", side="bottom", title=dict(text=names[0])
+            ),
+            yaxis2=_token_axis(
+                drawn_y, int(ys[0]), overlaying="y", matches="y", anchor="x", side="left", title=dict(text=names[1])
+            ),
         )
         traces.append(go.Heatmap(**heatmap))
         # plotly draws an axis only when a trace uses it: an empty, hover-less trace.
