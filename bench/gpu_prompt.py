@@ -6,7 +6,9 @@ One session on a Qwen2.5-0.5B-shaped checkpoint (`bench_checkpoint`); per prompt
 the median of ``session.prompt(text)`` (everything the explorer asks for one prompt)
 against the median of the raw forward through the same session (one trace saving only
 the logits), both waited for to the end. Ratio > 1: what the explorer costs per prompt
-on top of the forward. Targets (issue 13): 512 tokens under 100 ms, 4,096 under 3x the
+on top of the forward. Also the bytes the prompt request returns (its pickled result)
+and one zoom: the exact cells of the last `PATTERN_SIDE` tokens of the shown layer (one
+request, as a click on a pooled cell asks). Targets (issue 13): 512 tokens under 100 ms, 4,096 under 3x the
 raw forward. Writes ``OUT/gpu_prompt.json`` and ``.md``.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import statistics
 import sys
 import time
@@ -76,19 +79,22 @@ def write(out: Path, meta: dict, rows: list[dict], repeat: int) -> list[str]:
         f"median of {repeat} after one warm-up; engine start {meta['engine_start_s']} s; "
         f"targets: 512 tokens under {TARGET_MS_512} ms, 4,096 under {TARGET_RATIO_4096}x the raw forward",
         "",
-        "| tokens | raw forward ms | prompt request ms | ratio | note |",
-        "|---|---|---|---|---|",
+        "| tokens | raw forward ms | prompt request ms | ratio | MB returned | zoom ms | note |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         if "error" in row:
-            lines.append(f"| {row['tokens']} | | | | {row['error'].replace('|', '/')} |")
+            lines.append(f"| {row['tokens']} | | | | | | {row['error'].replace('|', '/')} |")
             continue
         note = ""
         if row["tokens"] == 512:
             note = "target met" if row["prompt_ms"] < TARGET_MS_512 else "over the 100 ms target"
         elif row["tokens"] == 4096:
             note = "target met" if row["ratio"] < TARGET_RATIO_4096 else "over the 3x target"
-        lines.append(f"| {row['tokens']} | {row['raw_ms']} | {row['prompt_ms']} | {row['ratio']} | {note} |")
+        lines.append(
+            f"| {row['tokens']} | {row['raw_ms']} | {row['prompt_ms']} | {row['ratio']} | "
+            f"{row.get('returned_mb', '')} | {row.get('zoom_ms', '')} | {note} |"
+        )
     (out / "gpu_prompt.md").write_text("\n".join(lines) + "\n")
     return lines
 
@@ -134,7 +140,18 @@ def main(argv: list[str] | None = None) -> int:
                 raw, raw_samples = median_ms(
                     lambda: session.request("raw", _raw_forward(text)).result(REQUEST_TIMEOUT_S), args.repeat
                 )
-                probe, probe_samples = median_ms(lambda: session.prompt(text).result(REQUEST_TIMEOUT_S), args.repeat)
+                results = []
+                probe, probe_samples = median_ms(
+                    lambda: results.append(session.prompt(text).result(REQUEST_TIMEOUT_S)), args.repeat
+                )
+                row.update(returned_mb=round(len(pickle.dumps(results[-1])) / 1e6, 2))
+                if results[-1].attention is not None:
+                    corner = max(0, tokens - session.pattern_side)
+                    start = time.perf_counter()
+                    session.attention(text, results[-1].attention.layer, window=(corner, corner)).result(
+                        REQUEST_TIMEOUT_S
+                    )
+                    row.update(zoom_ms=round((time.perf_counter() - start) * 1e3, 1))
                 row.update(
                     raw_ms=round(raw, 1),
                     prompt_ms=round(probe, 1),

@@ -2,8 +2,9 @@
 
 Against the raw forward on the same engine (one plain trace saving only the logits):
 the prompt request that paints the explorer (tokens, prediction, the lens over its
-default window, the shown layer's pattern at one byte a cell with head thumbnails), a
-layer switch (one request) and a lens window move. Bytes returned: the pickled result,
+default window, the shown layer's pattern at one byte a cell, max-pooled to at most
+`PATTERN_SIDE` cells a side, with head thumbnails), a layer switch (one request), a lens
+window move and a zoom (the exact cells of the last `PATTERN_SIDE` tokens, one request). Bytes returned: the pickled result,
 as it crosses from the engine (the arrays it holds). Targets (issue 12): at 512 tokens
 at most 3x the raw forward and 16 MB; at 2,048 at most 4x and 64 MB.
 
@@ -80,6 +81,10 @@ def main(lengths=LENGTHS) -> str:
         start = time.perf_counter()
         lens = session.lens(text, 0, 32, key=f"bench-{count}").result()
         moved = time.perf_counter() - start
+        corner = max(0, count - session.pattern_side)  # the last queries and keys, exact
+        start = time.perf_counter()
+        zoom = session.attention(text, 12, key=f"bench-{count}", window=(corner, corner)).result()
+        zoomed = time.perf_counter() - start
         rows += [
             (f"{count} tokens: raw forward (median of {repeat})", f"{raw:.2f} s"),
             (f"{count} tokens: prompt request (median of {repeat})", f"{painted:.2f} s"),
@@ -93,6 +98,14 @@ def main(lengths=LENGTHS) -> str:
             (
                 f"{count} tokens: lens window move (32 positions)",
                 f"{moved:.2f} s ({moved / raw:.2f}x raw), {lens.top_ids.nbytes + lens.top_probs.nbytes} B",
+            ),
+            (
+                f"{count} tokens: shown pattern",
+                f"{result.attention.rows}^2 cells a head, blocks of {result.attention.block}",
+            ),
+            (
+                f"{count} tokens: zoom (exact {zoom.rows}x{zoom.cols} window)",
+                f"1 request, {zoomed:.2f} s ({zoomed / raw:.2f}x raw), {len(pickle.dumps(zoom)) / 1e6:.1f} MB",
             ),
         ]
     session.close()

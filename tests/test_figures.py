@@ -269,6 +269,65 @@ def test_middle_prompt_keeps_customdata_with_sparse_ticks():
     assert list(fig.data[0].customdata[n - 1][3]) == [f"w{n - 1}", "w3"]
 
 
+def _pooled(panel: AttentionPanel, block: int) -> AttentionPanel:
+    """``panel`` as a long prompt ships it: each ``block``-token square's maximum."""
+    heads, n, _ = panel.quantized.shape
+    cells = -(-n // block)
+    padded = np.zeros((heads, cells * block, cells * block), np.uint8)
+    padded[:, :n, :n] = panel.quantized
+    pooled = padded.reshape(heads, cells, block, cells, block).max(axis=(2, 4))
+    return AttentionPanel(panel.tokens, panel.layer, panel.num_layers, pooled, panel.thumbnails, block)
+
+
+def test_pooled_heatmap_says_what_each_cell_is_the_maximum_over():
+    panel = _pooled(panel_of(make_result(), 1), 3)  # 8 tokens: cells of 3, 3 and 2
+    fig = attention_figure(panel, 2)
+    trace = fig.data[0]
+    assert np.array_equal(trace.z, panel.head(2)) and trace.z.shape == (3, 3)
+    assert list(trace.x) == list(trace.y) == [0, 1, 2]  # cell indices
+    assert "max over queries %{y}" in trace.hovertemplate and "keys %{x}" in trace.hovertemplate
+    labels = [
+        f"0..2 ({escape_token(TEXTS[0])} … {escape_token(TEXTS[2])})",
+        f"3..5 ({escape_token(TEXTS[3])} … {escape_token(TEXTS[5])})",
+        f"6..7 ({escape_token(TEXTS[6])} … {escape_token(TEXTS[7])})",
+    ]
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):  # hover: each cell's token range
+        assert list(axis.tickvals) == [0, 1, 2] and list(axis.ticktext) == labels
+    assert list(fig.layout.xaxis2.ticktext) == ["0", "3", "6"]  # drawn: each block's first position
+    assert "max over 3×3" in fig.layout.title.text
+    assert_no_markup(fig)
+    # The selected token's row and column are its cells'.
+    shapes = {s.name: s for s in attention_figure(panel, 0, selected_token=4).layout.shapes}
+    assert (shapes["selected row"].y0, shapes["selected row"].y1) == (0.5, 1.5)
+    assert (shapes["selected column"].x0, shapes["selected column"].x1) == (0.5, 1.5)
+    assert panel.zoom_origin(2, 0, 4) == (4, 0)  # centred on the cell, moved inside the prompt
+
+
+def test_zoom_window_heatmap_is_at_its_token_positions():
+    full = panel_of(make_result(), 1)
+    window = AttentionPanel(
+        full.tokens, 1, full.num_layers, full.quantized[:, 4:8, 2:6].copy(), full.thumbnails, 1, 4, 2
+    )
+    fig = attention_figure(window, 1, selected_token=3)
+    trace = fig.data[0]
+    assert list(trace.y) == [4, 5, 6, 7] and list(trace.x) == [2, 3, 4, 5]
+    assert np.array_equal(trace.z, full.head(1)[4:8, 2:6])
+    assert list(trace.customdata[0][1]) == [escape_token(TEXTS[4]), escape_token(TEXTS[3])]
+    assert list(fig.layout.xaxis.ticktext) == [escape_token(t) for t in TEXTS[2:6]]
+    assert "queries 4..7, keys 2..5" in fig.layout.title.text
+    # Query 3 is above the window: only its key column is outlined, over the window's rows.
+    (column,) = fig.layout.shapes
+    assert column.name == "selected column" and (column.x0, column.y0, column.y1) == (2.5, 3.5, 7.5)
+
+
+def test_panel_facts_are_checked():
+    full = panel_of(make_result(), 0)
+    with pytest.raises(ValueError, match="blocks of 3 must be"):
+        AttentionPanel(full.tokens, 0, 3, full.quantized[:, :2, :2].copy(), full.thumbnails, 3)
+    with pytest.raises(ValueError, match="does not fit 8 tokens"):
+        AttentionPanel(full.tokens, 0, 3, full.quantized[:, :4, :4].copy(), full.thumbnails, 1, 6, 0)
+
+
 # ------------------------------------------------------------------------ head grid
 
 

@@ -248,3 +248,55 @@ def test_bad_max_tokens_shows_the_error_then_the_next_request_succeeds(session, 
         assert "max_tokens" in gen.message.value or "max_model_len" in gen.message.value
     gen.generate(2)
     assert len(gen.wait(180).steps) == 2 and not gen.message.value.startswith("⚠")
+
+
+def test_a_long_prompt_shows_the_pooled_pattern_zooms_and_comes_back(session):
+    from plotly.callbacks import Points
+
+    from nnterp_widgets.widgets.figures import block_label, escape_token
+
+    def click(trace, row, col):
+        trace._dispatch_on_click(Points(point_inds=[0], xs=[col], ys=[row], trace_name="t", trace_index=0), None)
+
+    prompt = "The Eiffel Tower is in Paris and the Colosseum is in Rome"
+    kept = session.pattern_side
+    session.pattern_side = 4  # 12 tokens: pooled in blocks of 3
+    view = Explorer(session, prompt=prompt)
+    try:
+        view.wait(120)
+        att = view.attention
+        panel = att.panel
+        assert panel.block == 3 and att.zoomed is None and att.zoom_out_button.disabled
+        heatmap = att.figure.data[0]
+        np.testing.assert_array_equal(heatmap_matrix(heatmap), panel.head(0))
+        assert "max over queries %{y}" in heatmap.hovertemplate
+        assert list(att.figure.layout.yaxis.ticktext) == [block_label(panel, *span) for span in panel.query_ranges()]
+        # A click on a pooled cell: the exact window around it, one request.
+        before = session.engine_requests
+        click(att.figure.data[0], 1, 2)
+        att.wait(120)
+        assert session.engine_requests - before == 1
+        zoomed = att.zoomed
+        q0, k0 = panel.zoom_origin(1, 2, 4)
+        assert zoomed.exact and (zoomed.query_start, zoomed.key_start) == (q0, k0)
+        exact = reference_attention(str(checkpoint("qwen2")), "qwen2", prompt)[("attention_probabilities", 0)]
+        want = exact[0, :, q0 : q0 + 4, k0 : k0 + 4].cpu().numpy()
+        np.testing.assert_allclose(heatmap_matrix(att.figure.data[0]), want[0], atol=1 / 255)
+        texts = zoomed.tokens.texts
+        assert list(att.figure.layout.yaxis.ticktext) == [escape_token(t) for t in texts[q0 : q0 + 4]]
+        assert list(att.figure.layout.xaxis.ticktext) == [escape_token(t) for t in texts[k0 : k0 + 4]]
+        assert not att.zoom_out_button.disabled
+        att.head = 2  # a head switch inside the window: no request
+        np.testing.assert_allclose(heatmap_matrix(att.figure.data[0]), want[2], atol=1 / 255)
+        click(att.figure.data[0], q0 + 1, k0)  # a click on an exact cell selects its query
+        assert att.selected_token == q0 + 1 and view.lens.selected_token == q0 + 1
+        # Zoom out: the pooled pattern again, no request; zooming back in is cached.
+        att.zoom_out_button.click()
+        assert att.zoomed is None and att.zoom_out_button.disabled
+        np.testing.assert_array_equal(heatmap_matrix(att.figure.data[0]), panel.head(2))
+        click(att.figure.data[0], 1, 2)
+        att.wait(120)
+        assert att.zoomed is zoomed and session.engine_requests - before == 1
+    finally:
+        session.pattern_side = kept
+        view.close()
