@@ -228,6 +228,8 @@ def test_a_zoom_is_the_exact_window_one_request_cached(small_side):
     np.testing.assert_allclose(edge.pattern, exact[:, count - 2 :, :SMALL_SIDE], atol=1 / QUANT)
     with pytest.raises(ProbeError, match="outside"):
         session.attention(LONGER, 1, key="zoom", window=(count, 0)).result(timeout=60)
+    with pytest.raises(ProbeError, match="a pattern window is"):
+        session.attention(LONGER, 1, key="zoom", window="ab").result(timeout=60)
     assert session.attention(LONGER, 1, key="zoom", window=(0, 0)).result(timeout=120).exact  # still serving
 
 

@@ -312,5 +312,6 @@ class PromptResult:
 
     @property
     def patterns(self) -> dict:
-        """``{layer: [heads, query, key] float32}`` of the layer this result holds."""
+        """``{layer: [heads, rows, cols] float32}`` of the layer this result holds (its
+        cells as shipped: block maxima past `PATTERN_SIDE` tokens)."""
         return {} if self.attention is None else {self.attention.layer: self.attention.pattern}
