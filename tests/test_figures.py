@@ -797,6 +797,8 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
         # the same figures as 2-D z (nested JSON lists), to compare the pictures
         "att2d": go.FigureWidget(attention_figure(panel_of(short, 0), 1, 2)),
         "lens2d": go.FigureWidget(lens_figure(short.lens)),
+        # a long prompt's pattern as shipped: block maxima, in column form
+        "pooled": go.FigureWidget(for_widget(attention_figure(_pooled(panel_of(short, 1), 3), 2))),
     }
 
     class Quiet(http.server.SimpleHTTPRequestHandler):
@@ -864,6 +866,11 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
                 shown = texts("#long .x2tick text")
                 assert 1 < len(shown) <= MAX_TICK_LABELS and shown[1] == XSS.replace(" ", "␣")
                 assert texts("#long .xtick text") == []
+                # a pooled cell's hover: the token ranges it is the maximum over
+                (text,) = hover("pooled", 1, 2)
+                weight = _pooled(panel_of(short, 1), 3).head(2)[2, 1]
+                empty = html.unescape(escape_token(TEXTS[5]))  # shown as a sign, not as nothing
+                assert text == f"max over queries 6..7 ($x$ … ␣the)keys 3..5 (␣cat … {empty})weight {weight:.4f}"
                 (text,) = hover("lens", 3, 1)
                 top = lens_hover(short.lens, 1, 3)
                 assert text == "layers[1], position 3: ␣cat" + "".join(
