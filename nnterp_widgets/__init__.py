@@ -10,7 +10,16 @@ from typing import Any
 
 from .errors import Unavailable
 
-__all__ = ["AttentionView", "Explorer", "LogitLens", "ModuleTree", "Session", "StandardizedVLLM", "Unavailable"]
+__all__ = [
+    "AttentionView",
+    "Explorer",
+    "LogitLens",
+    "ModuleTree",
+    "PatchPanel",
+    "Session",
+    "StandardizedVLLM",
+    "Unavailable",
+]
 
 _LAZY = {
     "StandardizedVLLM": "engine.standardized",
@@ -19,6 +28,7 @@ _LAZY = {
     "ModuleTree": "widgets.tree",
     "AttentionView": "widgets.attention",
     "LogitLens": "widgets.lens",
+    "PatchPanel": "widgets.patching",
 }
 
 

@@ -17,7 +17,8 @@ from nnterp_widgets.session.intervention_results import (
     normalized_effect,
 )
 from nnterp_widgets.session.panels import LensPanel, Tokens
-from nnterp_widgets.widgets.patch_figures import pair_figure, patch_figure, patch_html
+from nnterp_widgets.widgets.export import export_html, export_patch_html
+from nnterp_widgets.widgets.patch_figures import pair_figure, patch_figure
 from nnterp_widgets.widgets.tokens import show_token
 from test_export import _decode, _figures
 
@@ -99,6 +100,8 @@ def test_patch_figure_holds_the_effect_and_escapes_tokens():
     assert heat.customdata[2][1][1] == "␣&lt;img␣src=x␣onerror=alert(1)&gt;"
     assert heat.customdata[2][1][0] == "layers[2]"
     assert heat.customdata[2][1][2] == float(r.patched[2, 1])
+    assert list(heat.customdata[2][1][3:]) == [r.clean_metric, r.corrupted_metric]  # hover: all four numbers
+    assert "%{customdata[3]" in heat.hovertemplate and "%{customdata[4]" in heat.hovertemplate
     assert XSS not in heat.hovertemplate and "<b>" not in fig.layout.title.text
     (shape,) = fig.layout.shapes
     assert (shape.x0, shape.x1, shape.y0, shape.y1) == (0.5, 1.5, -0.5, 2.5)
@@ -150,7 +153,7 @@ def test_pair_lens_and_figure():
 def test_patch_html(tmp_path):
     r = result()
     path = tmp_path / "patch.html"
-    page = patch_html(r, pair=pair(), selected=1, path=path)
+    page = export_patch_html(r, pair=pair(), selected=1, path=path)
     assert path.read_text(encoding="utf-8") == page
     assert page.startswith("<!DOCTYPE html>") and "Plotly.newPlot" in page
     assert not any("src=" in tag.lower() for tag in re.findall(r"<script\b[^>]*>", page, re.I))
@@ -162,5 +165,26 @@ def test_patch_html(tmp_path):
     assert len(figures["nnw-pair"]["layout"]["shapes"]) == 1
     chips = re.findall(r'<span class="chip( selected)?" title="token (\d+)">', page)
     assert [bool(s) for s, _ in chips] == [False, True, False, False] * 2
-    alone = patch_html(result(site="attention_head_outputs", columns=2), selected=1)
+    alone = export_patch_html(result(site="attention_head_outputs", columns=2), selected=1)
     assert set(_figures(alone)) == {"nnw-patch"} and 'class="chip selected"' not in alone
+
+
+def test_explorer_page_carries_the_sweep():
+    # The explorer's page with a sweep: one plotly.js, the patching section after the
+    # prompt's figures, its map and the pair's with the page's selected token outlined.
+    from test_export import synthetic_result, synthetic_tree
+
+    r, p = result(), pair()
+    page = export_html(synthetic_result(), synthetic_tree(), selected_token=2, patch=r, pair=p)
+    figures = _figures(page)
+    assert set(figures) == {"nnw-attention", "nnw-lens", "nnw-patch", "nnw-pair"}
+    np.testing.assert_array_equal(_decode(figures["nnw-patch"]["data"][0]["z"]), r.effect.astype(np.float32))
+    np.testing.assert_array_equal(_decode(figures["nnw-pair"]["data"][0]["z"]), p.difference)
+    for key in ("nnw-patch", "nnw-pair"):
+        (shape,) = figures[key]["layout"]["shapes"]
+        assert (shape["x0"], shape["x1"]) == (1.5, 2.5)
+    assert page.count("Plotly.newPlot") == 4 and page.count("window.PlotlyConfig") == 1  # plotly.js once
+    assert page.index("Activation patching") > page.index('id="nnw-lens"')
+    assert XSS not in page and "<b>Rome" not in page
+    without = export_html(synthetic_result(), synthetic_tree())
+    assert "Activation patching" not in without and set(_figures(without)) == {"nnw-attention", "nnw-lens"}

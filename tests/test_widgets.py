@@ -8,14 +8,17 @@ in the widget and the engine keeps serving; token text stays text.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
 
-from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree
+from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree, PatchPanel
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.widgets.figures import heatmap_matrix, lens_hover
+from nnterp_widgets.session import InterventionError
+from nnterp_widgets.widgets.figures import escape_token, heatmap_matrix, lens_hover
 from reference import reference_attention, reference_values
+from test_export import _decode, _figures
 
 PROMPT = "The Eiffel Tower is in"
 
@@ -300,3 +303,109 @@ def test_a_long_prompt_shows_the_pooled_pattern_zooms_and_comes_back(session):
     finally:
         session.pattern_side = kept
         view.close()
+
+
+# -- the patching panel (issue 17) ---------------------------------------------------------
+
+CLEAN, CORRUPTED, ANSWER, FOIL = "The Eiffel Tower is in", "The Colosseum Tower is in", " Paris", " Rome"
+
+
+def _patch_inputs(panel, clean=CLEAN, corrupted=CORRUPTED, answer=ANSWER, foil=FOIL, site="layer_output"):
+    panel.clean_box.value, panel.corrupted_box.value = clean, corrupted
+    panel.answer_box.value, panel.foil_box.value = answer, foil
+    panel.site_picker.value = site
+
+
+def test_patch_panel_draws_the_sessions_sweep_and_pair(session):
+    panel = PatchPanel(session, key="patch-panel")
+    _patch_inputs(panel)
+    before = session.engine_requests
+    panel.run_button.click()
+    result = panel.wait(300)
+    # The panel's data is the session's: the same sweep asked directly, and the pair's lens.
+    expected = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL, key="direct").result(300)
+    pair = session.compare(CLEAN, CORRUPTED, ANSWER, FOIL, key="direct-compare").result(120)
+    assert session.engine_requests - before == 4  # the sweep and the compare, by the panel then directly
+    np.testing.assert_array_equal(result.patched, expected.patched)
+    np.testing.assert_array_equal(panel.pair.difference, pair.difference)
+    heat = panel.figure.data[0]
+    np.testing.assert_array_equal(heatmap_matrix(heat), result.effect.astype(np.float32))
+    cells = heatmap_matrix(heat, "customdata")
+    assert cells[1, 2][1] == escape_token(result.clean.texts[2])
+    assert list(cells[1, 2][2:]) == [float(result.patched[1, 2]), result.clean_metric, result.corrupted_metric]
+    assert list(panel.figure.layout.xaxis.ticktext) == [escape_token(t) for t in result.clean.texts]
+    np.testing.assert_array_equal(heatmap_matrix(panel.pair_figure.data[0]), pair.difference)
+    assert f"{result.requests} engine requests" in panel.status_label.value
+    # A new site is one more sweep; the pair's lens is the one shown.
+    panel.site_picker.value = "attention_head_outputs"
+    before = session.engine_requests
+    panel.run()
+    heads = panel.wait(300)
+    assert heads.per_head and heads.effect.shape == (2, 4)
+    assert session.engine_requests - before == 1
+    assert list(panel.figure.layout.xaxis.ticktext) == [f"head {h}" for h in range(4)]
+    panel.close()
+
+
+def test_patch_panel_selection_is_the_explorers(session, explorer):
+    panel = explorer.patching
+    _patch_inputs(panel)
+    panel.run()
+    panel.wait(300)
+
+    def outlined(figure):
+        return {(s.x0 + s.x1) / 2 for s in figure.layout.shapes}
+
+    panel.figure.data[0]._dispatch_on_click(_click(x=2), None)  # a position column
+    assert explorer.selected_token == 2 == explorer.attention.selected_token == explorer.lens.selected_token
+    assert outlined(panel.figure) == outlined(panel.pair_figure) == {2}
+    explorer.selected_token = 4  # selected elsewhere: the column is outlined here
+    assert outlined(panel.figure) == {4}
+    explorer.selected_token = -1
+    assert outlined(panel.figure) == set()
+    # The export carries the sweep and the pair, their numbers exactly.
+    page = explorer.to_html()
+    figures = _figures(page)
+    assert {"nnw-patch", "nnw-pair"} <= set(figures)
+    np.testing.assert_array_equal(_decode(figures["nnw-patch"]["data"][0]["z"]), panel.result.effect.astype(np.float32))
+    assert not any("src=" in tag.lower() for tag in re.findall(r"<script\b[^>]*>", page, re.I))  # offline
+
+
+BAD_PATCHES = [
+    (dict(corrupted="The Louvre Museum is in"), "the clean prompt is 5 tokens and the corrupted prompt 7 tokens"),
+    (dict(answer=" Parisian Rome"), "the answer ' Parisian Rome' is"),
+    (dict(foil=" Rome Paris"), "the foil ' Rome Paris' is"),
+    (dict(foil=ANSWER), "the answer and the foil are the same token"),
+]
+
+
+def test_bad_patch_input_shows_in_the_status_line_then_a_sweep_succeeds(session):
+    panel = PatchPanel(session, key="bad-patch")
+    for changes, message in BAD_PATCHES:
+        _patch_inputs(panel, **changes)
+        panel.run()
+        with pytest.raises(InterventionError):
+            panel.wait(120)
+        assert panel.status["state"] == "error" and message in panel.status_label.value
+        assert panel.result is None
+    _patch_inputs(panel)
+    panel.run()
+    assert panel.wait(300).effect.shape == (2, 5)
+    assert panel.status["state"] == "idle" and panel.figure.data
+
+
+@pytest.mark.parametrize(
+    "pair, message",
+    [((0, 9), "head 9 is out of range: each layer has heads 0..3"), ((7, 0), "layer 7 is out of range")],
+)
+def test_ablating_a_head_out_of_range_shows_the_error_then_the_next_request_succeeds(session, explorer, pair, message):
+    view = explorer.attention
+    view.toggle_ablation(pair[1], layer=pair[0])
+    with pytest.raises(InterventionError):
+        explorer.wait(120)
+    assert message in explorer.status_line.value
+    assert explorer.wait_ablation(120) is None and message in explorer.ablation_line.value
+    view.ablated = ((0, 1),)
+    assert explorer.wait(120).ablate == ((0, 1),)
+    assert explorer.wait_ablation(120).heads == ((0, 1),)
+    assert not explorer.status_line.value.startswith("⚠")

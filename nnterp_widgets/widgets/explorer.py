@@ -24,6 +24,7 @@ from .attention import AttentionView
 from .generation import GenerationView
 from .lens import LogitLens
 from .lifecycle import KernelThread, close_all
+from .patching import PatchPanel
 from .tree import ModuleTree
 
 _ids = itertools.count()
@@ -62,6 +63,10 @@ class Explorer(widgets.VBox):
         self.lens = LogitLens(session=self.session, key=self._key)
         self.panels = (self.tree, self.attention, self.lens)
         self.generation = GenerationView(self.session, lambda: self.prompt_box.value, key=f"{self._key}-generate")
+        # Its own two prompts; asks nothing until "patch" is pressed. Linked by the selection.
+        self.patching = PatchPanel(self.session, key=f"{self._key}-patch")
+        traitlets.link((self, "selected_token"), (self.patching, "selected_token"))
+        traitlets.dlink((self.tree, "theme"), (self.patching, "theme"))
         for panel in self.panels:
             traitlets.link((self, "selected_token"), (panel, "selected_token"))
         for panel in (self.attention, self.lens):
@@ -80,6 +85,8 @@ class Explorer(widgets.VBox):
                 self.attention,
                 self.lens,
                 self.generation,
+                widgets.HTML("<b>Activation patching</b>"),
+                self.patching,
             ],
             **kwargs,
         )
@@ -230,7 +237,8 @@ class Explorer(widgets.VBox):
 
         The prompt's module tree (shapes, greyed values with their reasons as tooltips),
         the attention heatmap of the chosen layer / head and the logit lens, with the
-        selected token outlined. Raises ``RuntimeError`` before a prompt has landed.
+        selected token outlined; and the patching panel's sweep, once one has run.
+        Raises ``RuntimeError`` before a prompt has landed.
         """
         from .export import export_html
 
@@ -247,4 +255,6 @@ class Explorer(widgets.VBox):
             preview=self.tree.preview,
             preview_data=self.tree.preview_data,
             path=path,
+            patch=self.patching.result,
+            pair=self.patching.pair,
         )

@@ -2,6 +2,7 @@
 
     html = export_html(result, tree, layer=0, head=0)        # a PromptResult + tree dicts
     explorer.to_html("view.html")                            # what an Explorer shows now
+    html = export_patch_html(sweep, pair=pair)               # a PatchResult (+ PairLens)
 
 The page runs the widget's own front end: ``js/module_tree.js`` and its style sheet,
 inlined, render the ModuleTree's state saved in the page as JSON, through the read-only
@@ -25,13 +26,22 @@ from pathlib import Path
 import plotly.io as pio
 
 from ..session.generation import GenerationResult
+from ..session.intervention_results import PairLens, PatchResult
 from ..session.panels import AttentionPanel, LensPanel, PromptResult
 from .assets import JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM
 from .figures import attention_figure, lens_figure
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
+from .patch_figures import pair_figure, patch_figure
 from .tokens import show_token
 
-__all__ = ["export_generation_html", "export_html", "generation_section", "script_json"]
+__all__ = [
+    "export_generation_html",
+    "export_html",
+    "export_patch_html",
+    "generation_section",
+    "patch_section",
+    "script_json",
+]
 
 STATIC_MODEL_JS: Path = JS_DIR / "static_model.js"
 
@@ -98,11 +108,14 @@ def export_html(
     title: str = "nnterp-widgets",
     generation: GenerationResult | None = None,
     step: int | None = None,
+    patch: PatchResult | None = None,
+    pair: PairLens | None = None,
 ) -> str:
     """The page for ``result``: its tree, head ``head`` of ``attention`` (a layer's panel;
     the result's own by default, which ``layer`` must then name if given), ``lens`` (the
-    result's window by default), and `generation_section` of ``generation`` at ``step``
-    when given.
+    result's window by default), `generation_section` of ``generation`` at ``step``
+    when given, and `patch_section` of a patching sweep ``patch`` (and its ``pair``)
+    when given, with ``selected_token`` outlined there too.
 
     ``selected``, ``preview`` and ``preview_data`` are the ModuleTree's (what its preview
     pane shows). Written to ``path`` (UTF-8) when given; the text is returned either way.
@@ -139,6 +152,8 @@ def export_html(
     ]
     if generation is not None:
         body.append(generation_section(generation, step, plotlyjs=False))
+    if patch is not None:
+        body.append(patch_section(patch, pair, selected_token, plotlyjs=False))
     head = [f"<style>{MODULE_TREE_CSS.read_text(encoding='utf-8')}</style>"]
     return _page(title, result.prompt, head, body, path)
 
@@ -249,3 +264,46 @@ def export_generation_html(
     """A page of one generation (`generation_section`); written to ``path`` when given."""
     body = [f'<p class="meta">prompt <code>{_e(result.prompt)}</code></p>', generation_section(result, step)]
     return _page(title, result.prompt, [], body, path)
+
+
+def patch_section(
+    result: PatchResult, pair: PairLens | None = None, selected: int = -1, *, plotlyjs: bool = True
+) -> str:
+    """A patching sweep as HTML: its facts, both prompts' tokens (position ``selected``
+    marked), the effect map (`patch_figure`) and, given, the pair's lens difference
+    (`pair_figure`), with that column outlined. ``plotlyjs``: inline plotly.js with the
+    first figure (not when the page has it already)."""
+    columns = result.patched.shape[1]
+    selected = selected if 0 <= selected < columns else -1
+    token_selected = -1 if result.per_head else selected
+    figures = [("patch", patch_figure(result, selected))]
+    if pair is not None:
+        figures.append(("pair", pair_figure(pair, token_selected)))
+    facts = (
+        f"site <code>{_e(result.site)}</code> · answer <code>{_e(show_token(result.answer_text))}</code> · "
+        f"foil <code>{_e(show_token(result.foil_text))}</code> · logit difference clean "
+        f"{result.clean_metric:.4f}, corrupted {result.corrupted_metric:.4f} · {result.requests} engine requests"
+    )
+    clean = _chips(result.clean.texts, selected=token_selected)
+    corrupted = _chips(result.corrupted.texts, selected=token_selected)
+    return "\n".join(
+        [
+            "<h2>Activation patching</h2>",
+            f'<p class="meta">{facts}</p>',
+            f'<div class="tokens" aria-label="clean prompt tokens">clean {clean}</div>',
+            f'<div class="tokens" aria-label="corrupted prompt tokens">corrupted {corrupted}</div>',
+            f'<div class="figures">{"".join(_plots(figures, plotlyjs))}</div>',
+        ]
+    )
+
+
+def export_patch_html(
+    result: PatchResult,
+    *,
+    pair: PairLens | None = None,
+    selected: int = -1,
+    path: str | Path | None = None,
+    title: str = "nnterp-widgets: activation patching",
+) -> str:
+    """A page of one patching sweep (`patch_section`); written to ``path`` when given."""
+    return _page(title, "".join(result.clean.texts), [], [patch_section(result, pair, selected)], path)

@@ -1,9 +1,9 @@
-"""The interventions' pictures: pure functions from their data to plotly figures, and a
-static HTML page for a patching sweep.
+"""The interventions' pictures: pure functions from their data to plotly figures.
 
     fig = patch_figure(result, selected=2)        # a PatchResult: layers x positions / heads
     fig = pair_figure(pair)                       # a PairLens: the lens difference
-    html = patch_html(result, pair=pair, path="patch.html")
+
+Their HTML page is the export's (`export.patch_section`, `export.export_patch_html`).
 
 As in :mod:`.figures`: token text reaches a figure only escaped by `escape_token` and only
 in data arrays (``ticktext``, ``customdata``), never in a template; axes are numeric so a
@@ -12,17 +12,13 @@ repeated token is two columns; layers[0] is the top row, as in the lens.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 
 from ..session.intervention_results import PairLens, PatchResult
-from .export import _FIGURE_CONFIG, _chips, _e, _page
 from .figures import FIGURE_WIDTH, _token_axis, escape_token, selection_shapes
 
-__all__ = ["EFFECT_COLORSCALE", "pair_figure", "patch_figure", "patch_html"]
+__all__ = ["EFFECT_COLORSCALE", "pair_figure", "patch_figure"]
 
 #: Diverging, white at 0: blue where a patch moves the metric away from clean, red towards it.
 EFFECT_COLORSCALE = "RdBu_r"
@@ -49,17 +45,20 @@ def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
     """The effect map: layers (rows) x positions, or x heads for ``attention_head_outputs``.
 
     Cell colour: ``effect`` (1 = the clean run's metric restored, 0 = unchanged). Hover:
-    ``customdata[l][c] = [layer label, column label (escaped), patched metric]``.
+    ``customdata[l][c] = [layer label, column label (escaped), patched metric, clean
+    metric, corrupted metric]``, the effect being (patched − corrupted) / (clean − corrupted).
     ``selected >= 0`` outlines that column (a position, or a head).
     """
     z = np.ascontiguousarray(result.effect, dtype=np.float32)
     layers, columns = z.shape
     # Heads are labelled by the figure itself; only token text needs escaping.
     labels = result.column_labels() if result.per_head else [escape_token(t) for t in result.column_labels()]
-    customdata = np.empty((layers, columns, 3), dtype=object)
+    customdata = np.empty((layers, columns, 5), dtype=object)
     customdata[:, :, 0] = np.array([f"layers[{i}]" for i in range(layers)], dtype=object)[:, None]
     customdata[:, :, 1] = np.array(labels, dtype=object)[None, :]
     customdata[:, :, 2] = result.patched.astype(np.float64)
+    customdata[:, :, 3] = float(result.clean_metric)
+    customdata[:, :, 4] = float(result.corrupted_metric)
     axis_name = "head" if result.per_head else "position"
     metric = f"logit({escape_token(result.answer_text)}) − logit({escape_token(result.foil_text)})"
     span = _symmetric(z)
@@ -75,7 +74,8 @@ def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
         customdata=customdata,
         hovertemplate=(
             f"%{{customdata[0]}}, {axis_name} %{{x:d}}: %{{customdata[1]}}"
-            "<br>effect %{z:.3f}<br>patched metric %{customdata[2]:.4f}<extra></extra>"
+            "<br>effect %{z:.3f}<br>patched metric %{customdata[2]:.4f}"
+            "<br>clean %{customdata[3]:.4f}, corrupted %{customdata[4]:.4f}<extra></extra>"
         ),
         name="patching effect",
     )
@@ -154,45 +154,3 @@ def pair_figure(pair: PairLens, selected: int = -1) -> go.Figure:
         hovermode="closest",
     )
     return go.Figure(data=[heatmap], layout=layout)
-
-
-def patch_html(
-    result: PatchResult,
-    *,
-    pair: PairLens | None = None,
-    selected: int = -1,
-    path: str | Path | None = None,
-    title: str = "nnterp-widgets: activation patching",
-) -> str:
-    """A self-contained page (plotly.js inline, no network) for ``result`` and, if given,
-    the pair's lens difference. Written to ``path`` (UTF-8) when given; returned either way."""
-    columns = result.patched.shape[1]
-    selected = selected if 0 <= selected < columns else -1
-    token_selected = -1 if result.per_head else selected
-    figures = [("nnw-patch", "patching effect", patch_figure(result, selected))]
-    if pair is not None:
-        figures.append(("nnw-pair", "lens difference", pair_figure(pair, token_selected)))
-    # plotly's HTML writer, plotly.js inline once: the page needs no network.
-    blocks = "".join(
-        f'<section class="figure" aria-label="{_e(label)}">'
-        + pio.to_html(
-            fig, include_plotlyjs=index == 0, full_html=False, div_id=key, config=_FIGURE_CONFIG, validate=False
-        )
-        + "</section>"
-        for index, (key, label, fig) in enumerate(figures)
-    )
-    facts = (
-        f"site <code>{_e(result.site)}</code> · answer <code>{_e(result.answer_text)}</code> · "
-        f"foil <code>{_e(result.foil_text)}</code> · logit difference clean {result.clean_metric:.4f}, "
-        f"corrupted {result.corrupted_metric:.4f} · {result.requests} engine requests"
-    )
-    body = [
-        f'<p class="meta">{facts}</p>',
-        "<h2>Clean prompt</h2>",
-        f'<div class="tokens" aria-label="clean prompt tokens">{_chips(result.clean.texts, selected=token_selected)}</div>',
-        "<h2>Corrupted prompt</h2>",
-        f'<div class="tokens" aria-label="corrupted prompt tokens">{_chips(result.corrupted.texts, selected=token_selected)}</div>',
-        "<h2>Effect</h2>",
-        f'<div class="figures">{blocks}</div>',
-    ]
-    return _page(title, "".join(result.clean.texts), [], body, path)

@@ -1,0 +1,216 @@
+"""`PatchPanel`: activation patching between two prompts, and their lens side by side.
+
+State and rendering only. "run" asks the ``session`` for a sweep (`Session.patch`: the
+clean run's ``site`` patched into the corrupted run, cell by cell, a `PatchResult`) and
+for the pair's lens (`Session.compare`, a `PairLens`; asked again only when the prompts,
+answer or foil change, not for a new site). The panel keeps both (``result``, ``pair``)
+and draws them last, with `patch_figure` and `pair_figure`.
+
+Bad input (prompts of different token counts, an answer or foil that is not one token, an
+unknown site) is refused by the session before any engine request: the message is shown
+in the status line and the next run is served as usual.
+
+``selected_token`` (a position of the prompts, ``-1`` for none) is the explorer's linked
+selection: a click on a position column selects it, and the selection outlines that
+column in both maps. On a per-head sweep (``attention_head_outputs``) a click outlines
+that head's column here only (``selected_head``): a head is no token.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import ipywidgets
+import plotly.graph_objects as go
+import traitlets
+
+from ..session.intervention_results import SITES, PairLens, PatchResult
+from .lifecycle import KernelThread
+from .figures import selection_shapes
+from .patch_figures import pair_figure, patch_figure
+from .plot_panel import PlotPanel, clicked
+
+__all__ = ["DEFAULT_PAIR", "PatchPanel"]
+
+#: A factual-recall pair of one token count on the tiny checkpoints: (clean, corrupted, answer, foil).
+DEFAULT_PAIR = ("The Eiffel Tower is in", "The Colosseum Tower is in", " Paris", " Rome")
+
+
+def _box(value: str, description: str, width: str) -> ipywidgets.Text:
+    return ipywidgets.Text(value=value, description=description, layout=ipywidgets.Layout(width=width))
+
+
+class PatchPanel(PlotPanel):
+    """``PatchPanel(session, clean=..., corrupted=..., answer=..., foil=..., site="layer_output")``.
+
+    ``session``: anything with ``patch(clean, corrupted, answer, foil, site, key)`` and
+    ``compare(clean, corrupted, answer, foil, key)`` returning futures (a `Session`);
+    ``key`` names this panel's requests there (a newer run replaces a waiting one).
+    """
+
+    #: The head outlined on a per-head map (``-1`` for none).
+    selected_head = traitlets.Int(-1)
+
+    def __init__(
+        self,
+        session: Any,
+        clean: str = DEFAULT_PAIR[0],
+        corrupted: str = DEFAULT_PAIR[1],
+        answer: str = DEFAULT_PAIR[2],
+        foil: str = DEFAULT_PAIR[3],
+        site: str = SITES[0],
+        *,
+        key: str = "patch",
+        **kwargs: Any,
+    ) -> None:
+        self.session = session
+        self.key = key
+        self._sweep: PatchResult | None = None
+        self.pair: PairLens | None = None
+        self._pair_inputs: tuple | None = None  # what ``pair`` was asked for
+        self._kernel = KernelThread()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._error: BaseException | None = None
+        self._asked = 0
+        self.clean_box = _box(clean, "clean", "48%")
+        self.corrupted_box = _box(corrupted, "corrupted", "48%")
+        self.answer_box = _box(answer, "answer", "220px")
+        self.foil_box = _box(foil, "foil", "220px")
+        self.site_picker = ipywidgets.Dropdown(options=list(SITES), value=site, description="site")
+        self.run_button = ipywidgets.Button(
+            description="patch", tooltip="patch the clean run into the corrupted run, one cell at a time"
+        )
+        self.figure = go.FigureWidget()  # the effect map
+        self.pair_figure = go.FigureWidget()  # the pair's lens difference
+        controls = [
+            ipywidgets.HBox([self.clean_box, self.corrupted_box]),
+            ipywidgets.HBox([self.answer_box, self.foil_box, self.site_picker, self.run_button]),
+        ]
+        super().__init__(controls, [self.figure, self.pair_figure], **kwargs)
+        # The two maps side by side where the page is wide enough, else one under the other.
+        *head, _, _ = self.children
+        beside = ipywidgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
+        self.children = (*head, ipywidgets.Box([self.figure, self.pair_figure], layout=beside))
+        self.run_button.on_click(lambda button: self.run())
+        self.observe(self._on_head, "selected_head")
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def result(self) -> PatchResult | None:
+        """The sweep on screen (a `PatchResult`), or None; ``pair`` is its `PairLens`."""
+        return self._sweep
+
+    def run(self) -> None:
+        """Ask for the sweep of the boxes' prompts at the picked site (and the pair's lens
+        when it is not the one shown); both drawn when both have landed."""
+        clean, corrupted = self.clean_box.value, self.corrupted_box.value
+        answer, foil, site = self.answer_box.value, self.foil_box.value, self.site_picker.value
+        self._asked += 1
+        asked = self._asked
+        self._idle.clear()
+        self._error = None
+        self.set_status("busy", f"patching {site}")
+        inputs = (clean, corrupted, answer, foil)
+        try:
+            futures = [self.session.patch(clean, corrupted, answer, foil, site=site, key=self.key)]
+            if inputs != self._pair_inputs:
+                futures.append(self.session.compare(clean, corrupted, answer, foil, key=f"{self.key}-compare"))
+        except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
+            self._failed(error)
+            return
+        for future in futures:
+            future.add_done_callback(lambda done: self._kernel.call(self._landed, asked, inputs, futures))
+
+    def wait(self, timeout: float | None = 600) -> PatchResult | None:
+        """Block until the newest run is shown (for scripts and tests); re-raises its error."""
+        if not self._idle.wait(timeout):
+            raise TimeoutError(f"no patching sweep from the engine within {timeout} s")
+        if self._error is not None:
+            raise self._error
+        return self.result
+
+    # ------------------------------------------------------------------ answers
+
+    def _landed(self, asked: int, inputs: tuple, futures: list) -> None:
+        if asked != self._asked or not all(f.done() for f in futures):
+            return  # a newer run is on its way, or the other answer is
+        if any(f.cancelled() for f in futures):
+            return
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            if type(errors[0]).__name__ != "Superseded":
+                self._failed(errors[0])  # the sweep's own error first: it checks what compare does
+            return
+        self._sweep = result = futures[0].result()
+        if len(futures) > 1:
+            self.pair, self._pair_inputs = futures[1].result(), inputs
+        self._render()
+        layers, columns = result.patched.shape
+        self.set_status(
+            "idle",
+            f"{result.site}: {layers} × {columns} cells in {result.requests} engine requests · "
+            f"logit({result.answer_text!r}) − logit({result.foil_text!r}): clean {result.clean_metric:.4f}, "
+            f"corrupted {result.corrupted_metric:.4f}",
+        )
+        self._idle.set()
+
+    def _failed(self, error: BaseException) -> None:
+        self._error = error
+        self.set_status("error", f"{type(error).__name__}: {error}")
+        self._idle.set()
+
+    # ------------------------------------------------------------------ picture
+
+    def _token_column(self) -> int:
+        """The selected token as a column of the shown maps, or -1."""
+        result = self.result
+        if result is None or result.per_head:
+            return -1
+        return self.selected_token if 0 <= self.selected_token < len(result.clean) else -1
+
+    def _columns(self) -> tuple[int, int]:
+        """The outlined column of the effect map and of the pair's map (-1: none)."""
+        result = self.result
+        if result.per_head:
+            heads = result.patched.shape[1]
+            return (self.selected_head if 0 <= self.selected_head < heads else -1), -1
+        token = self.selected_token if 0 <= self.selected_token < len(result.clean) else -1
+        return token, token
+
+    def _render(self) -> None:
+        effect, pair = self._columns()
+        if self._show(self.figure, patch_figure(self.result, effect)):
+            self.figure.data[0].on_click(self._on_click)
+        if self.pair is not None and self._show(self.pair_figure, pair_figure(self.pair, pair)):
+            self.pair_figure.data[0].on_click(self._on_click)
+
+    def _outline(self) -> None:
+        """A new selection: only the outlines change."""
+        effect, pair = self._columns()
+        layers, columns = self.result.patched.shape
+        self.figure.layout.shapes = selection_shapes(columns, effect, row=False, column=True, rows=layers)
+        if self.pair is not None:
+            self.pair_figure.layout.shapes = selection_shapes(columns, pair, row=False, column=True, rows=layers)
+
+    # ------------------------------------------------------------------ events
+
+    def _on_click(self, trace, points, state=None) -> None:
+        """A click on a cell: select its position everywhere, or outline its head here."""
+        column = clicked(points, "x")
+        if column is None or self.result is None:
+            return
+        if self.result.per_head and trace is self.figure.data[0]:
+            self.selected_head = column
+        else:
+            self.selected_token = column
+
+    def _on_selected(self, change) -> None:
+        if self.result is not None:
+            self._outline()
+
+    def _on_head(self, change) -> None:
+        if self.result is not None:
+            self._outline()
