@@ -255,6 +255,14 @@ def test_prompt_request_ablates(session, hf):
     np.testing.assert_array_equal(result.lens.top_ids[-1, -1], top.indices.numpy())
     clean = session.prompt(CLEAN, key="clean-prompt").result(timeout=120)
     assert not np.allclose(clean.lens.model_top_probs, result.lens.model_top_probs, atol=1e-4)
+    # Its second invoke is the clean run: the change of the clean top-k, as transformers has it.
+    clean_probs = torch.softmax(_hf_run(hf.model, _ids(hf.tokenizer, CLEAN), []), dim=-1)
+    delta, top = result.ablation, clean_probs.topk(5)
+    assert clean.ablation is None and delta.heads == tuple(sorted(HEADS))
+    np.testing.assert_array_equal(delta.ids, top.indices.numpy())
+    np.testing.assert_allclose(delta.clean, top.values.numpy(), atol=1e-5)
+    np.testing.assert_allclose(delta.ablated, ablated[top.indices].numpy(), atol=1e-5)
+    np.testing.assert_array_equal(delta.ablated_ids, ablated.topk(5).indices.numpy())
     with pytest.raises(InterventionError, match="out of range"):
         session.prompt(CLEAN, ablate=[(99, 0)], key="bad-ablate").result(timeout=120)
     assert session.prompt(CLEAN, ablate=HEADS[:1], key="bad-ablate").result(timeout=120).ablate == (HEADS[0],)

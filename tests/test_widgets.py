@@ -210,11 +210,13 @@ def test_toggling_a_head_reruns_ablated_and_shows_the_delta(session, explorer):
     clean = explorer.result
     assert clean.ablate == ()
     view.ablate_mode.value = True
+    before = session.engine_requests
     view.grid.data[1]._dispatch_on_click(_click(x=0), None)  # layer 0, head 1
     assert view.ablated == ((0, 1),) and view.head == 0  # toggled, not shown
     ablated = explorer.wait(120)
     assert ablated.ablate == ((0, 1),)
     delta = explorer.wait_ablation(120)
+    assert session.engine_requests - before == 1  # the ablated run and the clean one: one trace
     expected = session.ablation(PROMPT, [(0, 1)]).result(120)
     assert delta.ids[0] == clean.lens.model_top_ids[0] == expected.ids[0]
     np.testing.assert_allclose(delta.top1_delta, expected.top1_delta, atol=1e-6)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -309,6 +310,9 @@ class PromptResult:
     ablate: tuple = ()
     #: Bytes of the arrays the engine returned.
     nbytes: int = 0
+    #: With heads ablated: the ablated run against the clean one (an `AblationDelta`,
+    #: from a second invoke of the same trace); else None.
+    ablation: Any = None
 
     @property
     def patterns(self) -> dict:

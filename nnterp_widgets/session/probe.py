@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from .intervention_results import ablation_delta
 from .panels import (
     PATTERN_SIDE,
     THUMBNAIL_SIDE,
@@ -275,7 +276,8 @@ def run_prompt(
     ``layer``: the layer whose pattern comes with it (the first that has one by
     default; max-pooled to ``side`` cells a side past ``side`` tokens); ``window``: the
     lens's positions (see `lens_window`); ``ablate``: heads ``(layer, head)`` zeroed
-    before the reads.
+    before the reads, and then a second invoke of the same trace runs the prompt clean,
+    for the result's ``ablation`` (an `AblationDelta`).
     """
     ids = check_prompt(model, prompt)
     heads = check_ablate(model, ablate)
@@ -290,18 +292,27 @@ def run_prompt(
     estimate = lens_bytes(num_layers, stop - start, k) + count * 8
     if shown is not None:
         estimate += pattern_bytes(model.num_heads, count, side)
+    if heads:
+        estimate += 2 * 4 * model.vocab_size  # both runs' next-token probabilities
     check_size(estimate, max_bytes, "shorten the prompt or narrow the lens window")
-    with model.trace(prompt, temperature=0.0, max_tokens=1):
+    with model.trace(temperature=0.0, max_tokens=1) as tracer:
         out = dict().save()
-        out["input_ids"] = model.input_ids[0].cpu()
-        out["lens"] = []
-        for index in range(num_layers):
-            layer_block = model.layers[index]
-            if index == shown:
-                out["pattern"] = pattern_payload(layer_block.self_attn.attention_probabilities, block)
-            _ablate(model, heads, index)
-            out["lens"].append(top_k(model.project_on_vocab(layer_block.layer_output[0, start:stop]), k))
-        out["model_top"] = top_k(model.logits[0, -1], k)
+        with tracer.invoke(prompt):  # the prompt, with the heads ablated if any
+            out["input_ids"] = model.input_ids[0].cpu()
+            out["lens"] = []
+            for index in range(num_layers):
+                layer_block = model.layers[index]
+                if index == shown:
+                    out["pattern"] = pattern_payload(layer_block.self_attn.attention_probabilities, block)
+                _ablate(model, heads, index)
+                out["lens"].append(top_k(model.project_on_vocab(layer_block.layer_output[0, start:stop]), k))
+            out["model_top"] = top_k(model.logits[0, -1], k)
+            if heads:
+                out["ablated"] = model.next_token_probs[0].float().cpu()
+        if heads:
+            with tracer.invoke(prompt):  # the clean run: one more invoke, not one more request
+                out["clean"] = model.next_token_probs[0].float().cpu()
+    ablation = ablation_delta(out["clean"], out["ablated"], heads) if heads else None
     tokens = _tokens(model, out["input_ids"])
     if len(tokens) != count:
         raise ProbeError(f"the engine tokenised the prompt into {len(tokens)} tokens, the kernel into {count}")
@@ -309,7 +320,7 @@ def run_prompt(
     attention = _attention(tokens, shown, num_layers, out["pattern"], block) if shown is not None else None
     shapes = {value.id: value.shape for value in model.describe(count)}
     nbytes = lens.top_ids.nbytes + lens.top_probs.nbytes + (attention.nbytes if attention is not None else 0)
-    return PromptResult(prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8))
+    return PromptResult(prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8), ablation)
 
 
 #: The request's former name.

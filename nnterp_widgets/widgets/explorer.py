@@ -95,14 +95,15 @@ class Explorer(widgets.VBox):
 
     def run(self, prompt: str) -> None:
         """Ask for ``prompt`` (with the attention view's ablated heads): one engine request,
-        shown in every panel when it lands; with heads ablated, one more for the change
-        in the clean top-1's probability (the message line under the status)."""
+        shown in every panel when it lands; with heads ablated, the same request's clean
+        invoke gives the change in the clean top-1's probability (the line under the status)."""
         heads = self.attention.ablated
         with self._lock:
             self._landed_event.clear()
             self._latest += 1
             run = self._latest
         self._set_status(State.BUSY, "running…")
+        self._ablation_pending(heads)
         self._future = None
         try:
             future = self.session.prompt(prompt, key=self._key, layer=self._layer(), ablate=heads)
@@ -111,9 +112,8 @@ class Explorer(widgets.VBox):
             return
         self._future = future
         future.add_done_callback(lambda done: self._kernel.call(self._landed, run, done))
-        self._ask_ablation(run, prompt, heads)
 
-    def _ask_ablation(self, run: int, prompt: str, heads: tuple) -> None:
+    def _ablation_pending(self, heads: tuple) -> None:
         self.ablation = None
         if not heads:
             self.ablation_line.value = ""
@@ -121,26 +121,13 @@ class Explorer(widgets.VBox):
             return
         self._ablation_done.clear()
         self.ablation_line.value = f"… ablating {len(heads)} head(s)"
-        try:
-            future = self.session.ablation(prompt, heads, key=f"{self._key}-ablation")
-        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
-            self._ablation_landed(run, error, None)
-            return
-        future.add_done_callback(
-            lambda done: self._kernel.call(
-                self._ablation_landed, run, None if done.cancelled() else done.exception(), done
-            )
-        )
 
-    def _ablation_landed(self, run: int, error: BaseException | None, future) -> None:
-        if self._closed or run != self._latest or (future is not None and future.cancelled()):
-            return  # a newer run asks its own
-        if isinstance(error, Superseded):
-            return
+    def _show_ablation(self, delta, error: BaseException | None = None) -> None:
+        """The ablated run against the clean one (``delta``, an `AblationDelta`), or why not."""
         if error is not None:
             self.ablation_line.value = f"⚠ ablation: {type(error).__name__}: {error}"
-        else:
-            delta = self.ablation = future.result()
+        elif delta is not None:
+            self.ablation = delta
             token = self.session.tokenizer().decode([int(delta.ids[0])])
             heads = ", ".join(f"L{layer}H{head}" for layer, head in delta.heads)
             self.ablation_line.value = (
@@ -191,6 +178,8 @@ class Explorer(widgets.VBox):
             self._fail(run, error)
             return
         self.update(future.result())
+        if not self._ablation_done.is_set():
+            self._show_ablation(self.result.ablation)
         with self._lock:
             if run == self._latest:
                 self._last_error = None
@@ -199,9 +188,12 @@ class Explorer(widgets.VBox):
     def _fail(self, run: int, error: BaseException) -> None:
         self._set_status(State.ERROR, f"{type(error).__name__}: {error}")
         with self._lock:
-            if run == self._latest:
+            latest = run == self._latest
+            if latest:
                 self._last_error = error
                 self._landed_event.set()
+        if latest and not self._ablation_done.is_set():
+            self._show_ablation(None, error)
 
     def update(self, result: PromptResult) -> None:
         self.result = result

@@ -73,7 +73,8 @@ class PatchPanel(PlotPanel):
         self._idle = threading.Event()
         self._idle.set()
         self._error: BaseException | None = None
-        self._asked = 0
+        self._asked = 0  # the newest run asked for
+        self._shown = 0  # the newest run whose answers were handled (both callbacks call)
         self.clean_box = _box(clean, "clean", "48%")
         self.corrupted_box = _box(corrupted, "corrupted", "48%")
         self.answer_box = _box(answer, "answer", "220px")
@@ -135,8 +136,9 @@ class PatchPanel(PlotPanel):
     # ------------------------------------------------------------------ answers
 
     def _landed(self, asked: int, inputs: tuple, futures: list) -> None:
-        if asked != self._asked or not all(f.done() for f in futures):
-            return  # a newer run is on its way, or the other answer is
+        if asked != self._asked or asked == self._shown or not all(f.done() for f in futures):
+            return  # a newer run is on its way, this one is shown, or the other answer is on its way
+        self._shown = asked
         if any(f.cancelled() for f in futures):
             return
         errors = [f.exception() for f in futures if f.exception() is not None]
@@ -163,13 +165,6 @@ class PatchPanel(PlotPanel):
         self._idle.set()
 
     # ------------------------------------------------------------------ picture
-
-    def _token_column(self) -> int:
-        """The selected token as a column of the shown maps, or -1."""
-        result = self.result
-        if result is None or result.per_head:
-            return -1
-        return self.selected_token if 0 <= self.selected_token < len(result.clean) else -1
 
     def _columns(self) -> tuple[int, int]:
         """The outlined column of the effect map and of the pair's map (-1: none)."""

@@ -93,10 +93,14 @@ def _plot(explorer, title_start: str):
     return next((plot for plot in explorer.evaluate(PLOTS_JS) if plot["title"].startswith(title_start)), None)
 
 
+def _figure(explorer, title_part: str):
+    """The plotly figure whose title holds ``title_part`` (a locator)."""
+    return explorer.locator(".js-plotly-plot").filter(has=explorer.page.locator(".gtitle", has_text=title_part))
+
+
 def _subplot(explorer, title_part: str, subplot: str = "xy"):
-    """The drag surface (where plotly takes clicks) of one subplot of the figure whose title holds ``title_part``."""
-    plot = explorer.locator(".js-plotly-plot").filter(has=explorer.page.locator(".gtitle", has_text=title_part))
-    return plot.locator(f'.nsewdrag[data-subplot="{subplot}"]').first
+    """The drag surface (where plotly takes clicks) of one subplot of that figure."""
+    return _figure(explorer, title_part).locator(f'.nsewdrag[data-subplot="{subplot}"]').first
 
 
 def _click(surface, x: float = 0.5) -> None:
@@ -166,9 +170,13 @@ def test_a_patching_sweep_draws_the_effect_map_with_token_labels(notebook):
     assert "engine requests" in status and status in explorer.text_content()
     # Hover gives the numbers; a click on a position column selects that token everywhere.
     surface = _subplot(explorer, "patching layer_output")
+    box = surface.bounding_box()
+    surface.hover(position={"x": box["width"] / 2, "y": box["height"] / 2})
+    hover = _figure(explorer, "patching layer_output").locator(".hoverlayer .hovertext")
+    hover.first.wait_for(timeout=STEP_MS)
+    text = hover.first.text_content()
+    assert "effect" in text and "patched metric" in text and "clean" in text and "corrupted" in text
     _click(surface, x=0.5)  # the middle column of an odd count
-    hover = explorer.locator(".hoverlayer").first.text_content()
-    assert "effect" in hover and "clean" in hover and "corrupted" in hover
     middle = len(clean) // 2
     p.wait_for_function(
         "([root, i]) => root.querySelectorAll('.nnw-mt-chip')[i].getAttribute('aria-pressed') === 'true'",
