@@ -68,3 +68,37 @@ def test_figures_drawn_with_the_same_labels(page):
     ticks = page.eval_on_selector_all("#nnw-lens .xtick text", "els => els.map(e => e.textContent)")
     assert ticks == [html.unescape(escape_token(t)) for t in TEXTS]
     assert page.locator("#nnw-attention .main-svg").count() >= 1
+
+
+def test_patching_section_renders_offline(browser, tmp_path):
+    # The explorer's page with a sweep: the effect map and the pair's map drawn from the
+    # page alone, the clean prompt's tokens as their labels (text: markup in one runs nothing).
+    from test_patch_figures import pair, result
+
+    sweep = result()
+    path = tmp_path / "patch.html"
+    export_html(synthetic_result(), synthetic_tree(), selected_token=1, patch=sweep, pair=pair(), path=path)
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    outside, errors, dialogs = [], [], []
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith("file:")
+            else (outside.append(route.request.url), route.abort())
+        ),
+    )
+    p = context.new_page()
+    p.on("pageerror", lambda error: errors.append(str(error)))
+    p.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    try:
+        p.goto(path.as_uri())
+        p.wait_for_selector("#nnw-patch .main-svg", timeout=30_000)
+        p.wait_for_selector("#nnw-pair .main-svg", timeout=30_000)
+        expected = [html.unescape(escape_token(t)) for t in sweep.clean.texts]
+        for key in ("nnw-patch", "nnw-pair"):
+            assert p.eval_on_selector_all(f"#{key} .xtick text", "els => els.map(e => e.textContent)") == expected
+        assert p.locator("img").count() == 0
+    finally:
+        context.close()
+    assert errors == [] and dialogs == [] and outside == [], (errors, dialogs, outside)
