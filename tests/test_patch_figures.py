@@ -188,3 +188,12 @@ def test_explorer_page_carries_the_sweep():
     assert XSS not in page and "<b>Rome" not in page
     without = export_html(synthetic_result(), synthetic_tree())
     assert "Activation patching" not in without and set(_figures(without)) == {"nnw-attention", "nnw-lens"}
+
+
+def test_explorer_page_outlines_no_head_for_a_token():
+    from test_export import synthetic_result, synthetic_tree
+
+    page = export_html(
+        synthetic_result(), synthetic_tree(), selected_token=1, patch=result("attention_head_outputs", 2)
+    )
+    assert not _figures(page)["nnw-patch"]["layout"].get("shapes")

@@ -152,8 +152,8 @@ def export_html(
     ]
     if generation is not None:
         body.append(generation_section(generation, step, plotlyjs=False))
-    if patch is not None:
-        body.append(patch_section(patch, pair, selected_token, plotlyjs=False))
+    if patch is not None:  # the selection is a token: no column of a per-head map
+        body.append(patch_section(patch, pair, -1 if patch.per_head else selected_token, plotlyjs=False))
     head = [f"<style>{MODULE_TREE_CSS.read_text(encoding='utf-8')}</style>"]
     return _page(title, result.prompt, head, body, path)
 
@@ -269,10 +269,11 @@ def export_generation_html(
 def patch_section(
     result: PatchResult, pair: PairLens | None = None, selected: int = -1, *, plotlyjs: bool = True
 ) -> str:
-    """A patching sweep as HTML: its facts, both prompts' tokens (position ``selected``
-    marked), the effect map (`patch_figure`) and, given, the pair's lens difference
-    (`pair_figure`), with that column outlined. ``plotlyjs``: inline plotly.js with the
-    first figure (not when the page has it already)."""
+    """A patching sweep as HTML: its facts, both prompts' tokens, the effect map
+    (`patch_figure`) and, given, the pair's lens difference (`pair_figure`). ``selected``
+    is a column of the map, outlined (a position, marked in the tokens and the pair's map
+    too; or a head of a per-head map). ``plotlyjs``: inline plotly.js with the first
+    figure (not when the page has it already)."""
     columns = result.patched.shape[1]
     selected = selected if 0 <= selected < columns else -1
     token_selected = -1 if result.per_head else selected
