@@ -321,9 +321,11 @@ def _patch_inputs(panel, clean=CLEAN, corrupted=CORRUPTED, answer=ANSWER, foil=F
 def test_patch_panel_draws_the_sessions_sweep_and_pair(session):
     panel = PatchPanel(session, key="patch-panel")
     _patch_inputs(panel)
+    assert panel.maps.layout.display == "none"  # no bare axes before a sweep
     before = session.engine_requests
     panel.run_button.click()
     result = panel.wait(300)
+    assert panel.maps.layout.display == "flex"
     # The panel's data is the session's: the same sweep asked directly, and the pair's lens.
     expected = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL, key="direct").result(300)
     pair = session.compare(CLEAN, CORRUPTED, ANSWER, FOIL, key="direct-compare").result(120)

@@ -92,8 +92,10 @@ class PatchPanel(PlotPanel):
         super().__init__(controls, [self.figure, self.pair_figure], **kwargs)
         # The two maps side by side where the page is wide enough, else one under the other.
         *head, _, _ = self.children
-        beside = ipywidgets.Layout(display="flex", flex_flow="row wrap", align_items="flex-start")
-        self.children = (*head, ipywidgets.Box([self.figure, self.pair_figure], layout=beside))
+        # Hidden until the first sweep lands: an empty figure would draw bare axes.
+        beside = ipywidgets.Layout(display="none", flex_flow="row wrap", align_items="flex-start")
+        self.maps = ipywidgets.Box([self.figure, self.pair_figure], layout=beside)
+        self.children = (*head, self.maps)
         self.run_button.on_click(lambda button: self.run())
         self.observe(self._on_head, "selected_head")
 
@@ -176,6 +178,7 @@ class PatchPanel(PlotPanel):
         return token, token
 
     def _render(self) -> None:
+        self.maps.layout.display = "flex"
         effect, pair = self._columns()
         if self._show(self.figure, patch_figure(self.result, effect)):
             self.figure.data[0].on_click(self._on_click)
