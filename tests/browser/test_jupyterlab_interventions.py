@@ -19,7 +19,7 @@ import json
 
 import pytest
 
-from browser_support import SHOTS, require_browser
+from browser_support import require_browser
 from nnterp_widgets.widgets.tokens import show_token
 import test_jupyterlab_tour as tour
 from test_jupyterlab_tour import KERNEL_EXEC_JS, PLOTS_JS, RUN_ALL_S, STEP_MS, Page, _cell_errors
@@ -114,8 +114,7 @@ def _click(surface, x: float = 0.5) -> None:
 
 
 def _shot(explorer, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    explorer.screenshot(path=str(SHOTS / f"jupyterlab_interventions_{name}.png"))
+    tour._shot(explorer, f"interventions_{name}")  # the whole output, however tall
 
 
 def test_toggling_heads_in_ablate_mode_changes_the_delta_line(notebook):
