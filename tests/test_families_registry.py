@@ -9,7 +9,7 @@ import pytest
 
 from nnterp_widgets.checkpoints import specs
 from nnterp_widgets.families.vllm import UnknownFamily, families, family_for, known
-from nnterp_widgets.families.vllm.base import AMX, AVX2
+from nnterp_widgets.families.vllm.base import AMX, AVX2, H200
 from seed_text import SEED_GATED, SEED_LATENT, SEED_ROUTED
 
 
@@ -64,7 +64,7 @@ def test_every_family_declares_what_its_tests_need():
         assert importlib.import_module(f"nnterp_widgets.families.vllm.{name}").FAMILY is family
         assert family.checkpoint is not None and family.checkpoint.model_type == name, name
         assert family.reference is not None, name
-        assert set(family.verified_on) <= {AVX2, AMX}, name
+        assert set(family.verified_on) <= {AVX2, AMX, H200}, name
     assert list(specs()) == list(known())
 
 

@@ -21,6 +21,8 @@ installed vLLM's backend cannot serve them the engine refuses them with its reas
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -112,7 +114,8 @@ def run_family(family: str, device: str) -> dict:
     path = str(checkpoint(family))
     started = time.monotonic()
     try:
-        engine = StandardizedVLLM(path, dtype=dtype, gpu_memory_utilization=0.1, max_model_len=512)
+        with _gpu_memory_lock():
+            engine = StandardizedVLLM(path, dtype=dtype, gpu_memory_utilization=0.1, max_model_len=512)
     except Exception as error:  # noqa: BLE001 - reported per family
         from nnterp_widgets.components.vllm.transformers_backend import KERNEL_OUTSIDE_TREE
 
@@ -134,14 +137,27 @@ def run_family(family: str, device: str) -> dict:
     except Exception as error:  # noqa: BLE001
         row.update(status="error", error=repr(error)[:400], trace=traceback.format_exc()[-1500:])
     finally:
-        pids = engine.engine_pids
-        engine.close()
-        del engine
-        _wait_gone(pids)
-        if device == "cuda":
-            torch.cuda.empty_cache()
+        with _gpu_memory_lock():
+            pids = engine.engine_pids
+            engine.close()
+            del engine
+            _wait_gone(pids)
+            if device == "cuda":
+                torch.cuda.empty_cache()
     row["total_s"] = round(time.monotonic() - started, 1)
     return row
+
+
+@contextlib.contextmanager
+def _gpu_memory_lock():
+    """One engine at a time starts or stops: vLLM's start-up memory profile fails when
+    another process frees GPU memory under it (run 2 lost families to it, `MEMORY_RACE`)."""
+    with open(os.environ.get("GPU_FAMILIES_LOCK", "/tmp/gpu_families.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _wait_gone(pids: list[int], limit: float = 30.0) -> None:

@@ -20,6 +20,8 @@ TRANSFORMERS = "transformers"
 #: CPU instruction sets a family's engine tests ran on (`Family.verified_on`).
 AVX2 = "AVX2"
 AMX = "AVX-512+AMX"
+#: One NVIDIA H200 on CUDA vLLM 0.26, float32 held to transformers at 1e-4 (docs/gpu.md).
+H200 = "H200 (CUDA vLLM 0.26)"
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,9 @@ class Family:
     #: ``torch.testing.assert_close`` tolerances where float32 rounding needs more than
     #: the tests' default (the family says why); ``None``: the default.
     tolerance: dict[str, float] | None = None
-    #: The CPU instruction sets (`AVX2`, `AMX`) its engine tests passed on; the AMX path
-    #: of every family is also built, not run, by ``tests/test_cpu_features.py``.
+    #: Where its engine checks passed: CPU instruction sets (`AVX2`, `AMX`; the AMX path
+    #: of every family is also built, not run, by ``tests/test_cpu_features.py``) and
+    #: GPUs (`H200`: tools/gpu_families.py, docs/gpu.md).
     verified_on: tuple[str, ...] = (AVX2,)
 
     @property

@@ -8,7 +8,7 @@ projects with the embedding, which is therefore both ``embed_tokens`` and ``lm_h
 
 from ...checkpoints.specs import LLAMA_SHAPE, SLIDING_THEN_FULL, WINDOW, TinySpec
 from ...components.vllm.post_norm import PostNormAttention, PostNormMLP
-from .base import Family
+from .base import AVX2, Family, H200
 from .gemma import SCALED_EMBEDDING
 from .testing import POST_NORM_NAMES
 
@@ -26,6 +26,7 @@ FAMILY = Family(
         "processor's (logits and project_on_vocab apply it); sliding-window layers' patterns "
         "use the kernel's window; the head is the embedding (lm_head is embed_tokens); " + SCALED_EMBEDDING
     ),
+    verified_on=(AVX2, H200),
     checkpoint=TinySpec(
         "gemma2",
         dict(

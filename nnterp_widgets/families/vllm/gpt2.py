@@ -3,7 +3,7 @@
 from ...checkpoints.specs import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
-from .base import Family
+from .base import AVX2, Family, H200
 from .testing import HFNames
 
 
@@ -34,6 +34,7 @@ FAMILY = Family(
         "token_embeddings is the token lookup (wte); layers[0].layer_input adds the "
         "position embeddings (wpe); plain MLP: mlp_activation is mlp_neurons; tied head"
     ),
+    verified_on=(AVX2, H200),
     checkpoint=TinySpec("gpt2", dict(n_embd=128, n_layer=2, n_head=4, n_positions=1024, n_inner=256)),
     reference=HFNames("transformer.h", "transformer.wte", "attn", "mlp", "c_proj"),
 )
