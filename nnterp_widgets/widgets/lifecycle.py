@@ -11,9 +11,10 @@ other thread to wait for, and the callback runs at once.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from typing import Any, Callable
 
-__all__ = ["KernelThread", "close_all"]
+__all__ = ["KernelThread", "close_all", "show_pending"]
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -46,3 +47,17 @@ def close_all(widgets) -> None:
     for widget in widgets:
         close_all(getattr(widget, "children", ()))
         widget.close()
+
+
+def show_pending(view, timeout: float | None) -> None:
+    """For a view's ``wait`` in a cell: on the kernel's thread, the loop that would show
+    the view's answer is blocked by the waiting cell, so wait for the answer and show it
+    here. ``view`` keeps ``_future`` (``(asked, future)``), ``_idle``, ``_kernel`` and
+    ``_land(asked, future)``."""
+    pending = view._future
+    if pending is None or view._idle.is_set() or not view._kernel.here():
+        return
+    asked, future = pending
+    if not concurrent.futures.wait([future], timeout).done:
+        raise TimeoutError(f"no answer from the engine within {timeout} s")
+    view._land(asked, future)

@@ -557,3 +557,61 @@ def test_static_export_renders_offline(lab, context, tour):
         p.screenshot(path=str(SHOTS / "jupyterlab_export.png"), full_page=True)
     finally:
         p.close()
+
+
+# ------------------------------------------------------------------------ generation (issue 16)
+
+PATTERN_ROW = '[role=treeitem][data-key$="layers.0.self_attn.attention_probabilities"]'
+GENERATE_S = 120  # one generation: one engine request, then the figure and the slider
+
+
+def test_generate_step_to_a_decode_step_and_read_why_the_pattern_is_greyed(tour):
+    from seed_text import SEED_DECODE
+
+    page, explorer = tour
+    p = page.page
+    row = explorer.locator(PATTERN_ROW)
+    assert row.count() == 1 and row.get_attribute("aria-disabled") != "true"  # served on the prompt
+    explorer.locator("button", has_text="generate").first.click()
+    slider = explorer.get_by_role("slider", name="step")  # labelled: its <label>
+    assert slider.count() == 1
+    p.wait_for_function(
+        "(input) => !input.disabled && Number(input.max) >= 1",
+        arg=slider.element_handle(),
+        timeout=GENERATE_S * 1000,
+        polling=250,
+    )
+    assert slider.input_value() == "0"
+    slider.focus()  # focusable: arrow keys step it
+    slider.press("ArrowRight")
+    assert slider.input_value() == "1"
+    assert "decode" in (slider.get_attribute("aria-valuetext") or "")
+    p.wait_for_function(
+        "(row) => row.getAttribute('aria-disabled') === 'true'",
+        arg=row.element_handle(),
+        timeout=STEP_MS,
+        polling=250,
+    )
+    row.hover()
+    assert row.get_attribute("title") == SEED_DECODE  # the seed's decode reason, word for word
+    row.click(force=True)
+    assert SEED_DECODE in explorer.locator(".nnw-mt-note").text_content()
+    assert "the pattern of the prefill (step 0)" in explorer.text_content()  # the attention view says which step
+    outline = p.evaluate(
+        """(root) => [...root.querySelectorAll('.js-plotly-plot')]
+              .filter(gd => ((gd._fullLayout || {}).title || {}).text?.startsWith('generation lens'))
+              .map(gd => (gd.layout.shapes || []).filter(s => s.name === 'step').map(s => (s.x0 + s.x1) / 2))""",
+        explorer.element_handle(),
+    )
+    assert outline == [[1]], outline  # the step's column outlined in the generation lens
+    _shot(explorer, "generation_decode_step")
+    slider.press("ArrowLeft")  # back to the prefill
+    assert slider.input_value() == "0"
+    p.wait_for_function(
+        "(row) => row.getAttribute('aria-disabled') !== 'true'",
+        arg=row.element_handle(),
+        timeout=STEP_MS,
+        polling=250,
+    )
+    assert SEED_DECODE not in (row.get_attribute("title") or "")
+    assert page.dialogs == [] and page.errors == [] and _cell_errors(p) == []
