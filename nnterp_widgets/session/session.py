@@ -271,9 +271,9 @@ class Session:
             tokens = len(tokens.tokens)
         return build_tree(self._engine(), tokens, step)
 
-    def describe(self, tokens: int | None = None) -> tuple:
-        """The engine's value descriptions (see `StandardizedVLLM.describe`)."""
-        return self._engine().describe(tokens)
+    def describe(self, tokens: int | None = None, step: int | None = None) -> tuple:
+        """The engine's value descriptions (see `StandardizedVLLM.describe`), on ``step`` if given."""
+        return self._engine().describe(tokens, step)
 
     # Interventions (issue 17): each one call on the worker; see `interventions`.
     def patch(self, clean: str, corrupted: str, answer, foil, site: str = "layer_output", key: str = "patch") -> Future:
