@@ -499,9 +499,18 @@ def test_a_click_on_a_lens_cell_picks_its_top1_to_follow(session, explorer):
     assert explorer.selected_token == selected  # a pick selects nothing
     expected = session.follow(PROMPT, want).result(180)
     np.testing.assert_allclose(heatmap_matrix(lens.figure.data[0]), expected.probability)
+    gen = explorer.generation
+    gen.generate(2)
+    first = gen.wait(180)  # follows the picked target
+    assert first.modes.target.id == want
+    gen.figure.data[0]._dispatch_on_click(_cell(x=1, y=0), None)  # a generation cell: step 1, layer 0
+    again = int(first.modes.top_ids[0, 1])
+    assert follow.wait(180).target.id == again and gen.wait(180).modes.target.id == again
     follow.pick_toggle.value = False
     lens.figure.data[0]._dispatch_on_click(_cell(x=1, y=0), None)
-    assert explorer.selected_token == 1 and follow.wait(5).target.id == want
+    assert explorer.selected_token == 1 and follow.wait(5).target.id == again
+    gen.figure.data[0]._dispatch_on_click(_cell(x=1, y=0), None)  # without pick: shows that step
+    assert gen.step == 1
 
 
 def test_the_tree_greys_the_pattern_on_decode_steps_with_the_engines_reason(session, explorer):

@@ -175,6 +175,7 @@ class FollowControl(ipywidgets.VBox):
     def _on_picked(self, change) -> None:
         cell = change["new"]
         if cell:
+            change["owner"].picked = {}  # so that picking the same cell again is a change
             self.follow(int(cell["id"]))
 
     def close(self) -> None:
