@@ -12,13 +12,12 @@ to the top-1; the next request is served as usual.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 import ipywidgets
 
 from ..session.generation import MODES, TARGET_MODES, LensModes
-from .lifecycle import KernelThread, close_all, show_pending
+from .lifecycle import Asking, close_all
 
 __all__ = ["FollowControl", "NEEDS_A_TARGET", "PICK_HINT"]
 
@@ -28,7 +27,7 @@ NEEDS_A_TARGET = "type a token to follow (or pick one: 'pick by click', then cli
 PICK_HINT = "on: a click on a lens cell follows that cell's top-1 token"
 
 
-class FollowControl(ipywidgets.VBox):
+class FollowControl(Asking, ipywidgets.VBox):
     """``FollowControl(session, prompt, lens, generation, key)``: ``prompt`` gives the
     explorer's prompt; ``lens`` a `LogitLens`, ``generation`` a `GenerationView`."""
 
@@ -42,13 +41,7 @@ class FollowControl(ipywidgets.VBox):
         self.key = key
         self.modes: LensModes | None = None  # the prompt's, as last landed
         self._picked: dict = {}  # the last picked cell (its id is followed while the box shows its text)
-        self._kernel = KernelThread()
-        self._idle = threading.Event()
-        self._idle.set()
-        self._error: BaseException | None = None
-        self._asked = 0
-        self._future: tuple | None = None  # (asked, future) of the newest request
-        self._shown = 0  # the newest request shown (by the kernel's loop, or by `wait`)
+        self._init_asking()
         self.target_box = ipywidgets.Text(
             value="",
             description="follow",
@@ -100,11 +93,7 @@ class FollowControl(ipywidgets.VBox):
 
     def wait(self, timeout: float | None = 300) -> LensModes | None:
         """Block until the newest follow request is shown (for scripts and tests); re-raises its error."""
-        show_pending(self, timeout)
-        if not self._idle.wait(timeout):
-            raise TimeoutError(f"no lens modes from the engine within {timeout} s")
-        if self._error is not None:
-            raise self._error
+        self._wait_shown(timeout, "lens modes")
         return self.modes
 
     def refresh(self) -> None:
@@ -140,15 +129,10 @@ class FollowControl(ipywidgets.VBox):
         self._landed(asked, *self._pending, future)
 
     def _landed(self, asked: int, mode: str, wanted: Any, future) -> None:
-        if asked != self._asked or asked == self._shown or future.cancelled():
-            return  # a newer choice is on its way, or this one is shown already
-        self._shown = asked
-        error = future.exception()
-        if error is not None:
-            if type(error).__name__ != "Superseded":
-                self._failed(error)
+        modes = self._take(asked, future)
+        if modes is None:
             return
-        self.modes = modes = future.result()
+        self.modes = modes
         self._show(modes, mode)
         followed = f"following {modes.target.text!r} (id {modes.target.id}) · " if modes.target is not None else ""
         self.message.value = followed + MODES[mode]

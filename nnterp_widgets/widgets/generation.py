@@ -13,7 +13,6 @@ the message line; the next request is served as usual.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 import anywidget
@@ -24,7 +23,7 @@ import traitlets
 from ..session.generation import GENERATE_TOKENS, GenerationResult
 from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
-from .lifecycle import KernelThread, close_all, show_pending
+from .lifecycle import Asking, close_all
 from .plot_panel import clicked, show_figure
 
 __all__ = ["GenerationView", "PREFILL_NOTE", "StepSlider", "step_caption"]
@@ -55,7 +54,7 @@ class StepSlider(anywidget.AnyWidget):
         return min(max(0, int(proposal["value"])), self.max)
 
 
-class GenerationView(ipywidgets.VBox):
+class GenerationView(Asking, ipywidgets.VBox):
     """``GenerationView(session, prompt=lambda: "text", key="generate")``: ``prompt`` gives
     the text to continue when "generate" is pressed (the explorer's prompt box)."""
 
@@ -74,13 +73,7 @@ class GenerationView(ipywidgets.VBox):
         self.mode = "top-1"
         self.target: Any = None  # followed by every generation asked for (a token id or text)
         self.asked_target: Any = None  # the target the shown (or coming) generation follows
-        self._kernel = KernelThread()
-        self._idle = threading.Event()
-        self._idle.set()
-        self._error: BaseException | None = None
-        self._asked = 0
-        self._future: tuple | None = None  # (asked, future) of the newest request
-        self._shown = 0  # the newest request shown (by the kernel's loop, or by `wait`)
+        self._init_asking()
         self.tokens_input = ipywidgets.IntText(
             value=GENERATE_TOKENS, description="tokens", layout=ipywidgets.Layout(width="150px")
         )
@@ -125,26 +118,17 @@ class GenerationView(ipywidgets.VBox):
 
     def wait(self, timeout: float | None = 300) -> GenerationResult | None:
         """Block until the newest request is shown (for scripts and tests); re-raises its error."""
-        show_pending(self, timeout)
-        if not self._idle.wait(timeout):
-            raise TimeoutError(f"no generation from the engine within {timeout} s")
-        if self._error is not None:
-            raise self._error
+        self._wait_shown(timeout, "generation")
         return self.result
 
     def _land(self, asked: int, future) -> None:
         self._landed(asked, future)
 
     def _landed(self, asked: int, future) -> None:
-        if asked != self._asked or asked == self._shown or future.cancelled():
-            return  # a newer request is on its way, or this one is shown already
-        self._shown = asked
-        error = future.exception()
-        if error is not None:
-            if type(error).__name__ != "Superseded":
-                self._failed(error)
+        result = self._take(asked, future)
+        if result is None:
             return
-        self.result = result = future.result()
+        self.result = result
         last = len(result.steps) - 1
         with self.step_slider.hold_trait_notifications():
             self.step_slider.max = last
