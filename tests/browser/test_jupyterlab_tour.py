@@ -565,6 +565,20 @@ PATTERN_ROW = '[role=treeitem][data-key$="layers.0.self_attn.attention_probabili
 GENERATE_S = 120  # one generation: one engine request, then the figure and the slider
 
 
+def _wait_row(p, explorer, disabled) -> None:
+    """Until the pattern's row (found anew each time: the tree re-renders its rows) has
+    ``aria-disabled`` = ``disabled``."""
+    p.wait_for_function(
+        """([root, sel, want]) => {
+             const row = root.querySelector(sel);
+             return !!row && row.getAttribute('aria-disabled') === want;
+           }""",
+        arg=[explorer.element_handle(), PATTERN_ROW, disabled],
+        timeout=STEP_MS,
+        polling=250,
+    )
+
+
 def test_generate_step_to_a_decode_step_and_read_why_the_pattern_is_greyed(tour):
     from seed_text import SEED_DECODE
 
@@ -586,17 +600,21 @@ def test_generate_step_to_a_decode_step_and_read_why_the_pattern_is_greyed(tour)
     slider.press("ArrowRight")
     assert slider.input_value() == "1"
     assert "decode" in (slider.get_attribute("aria-valuetext") or "")
-    p.wait_for_function(
-        "(row) => row.getAttribute('aria-disabled') === 'true'",
-        arg=row.element_handle(),
-        timeout=STEP_MS,
-        polling=250,
-    )
+    _wait_row(p, explorer, "true")  # greyed
     row.hover()
     assert row.get_attribute("title") == SEED_DECODE  # the seed's decode reason, word for word
     row.click(force=True)
     assert SEED_DECODE in explorer.locator(".nnw-mt-note").text_content()
-    assert "the pattern of the prefill (step 0)" in explorer.text_content()  # the attention view says which step
+    # the attention view says which step its pattern is of, and why not this one on hover
+    p.wait_for_function(
+        "(root) => [...root.querySelectorAll('.widget-label')].some(e => e.textContent.includes('not of step 1'))",
+        arg=explorer.element_handle(),
+        timeout=STEP_MS,
+        polling=250,
+    )
+    note = explorer.locator(".widget-label", has_text="not of step 1")
+    assert note.count() == 1 and "the pattern of the prefill (step 0)" in note.text_content()
+    assert note.evaluate("e => (e.closest('[title]') || {}).title") == SEED_DECODE
     outline = p.evaluate(
         """(root) => [...root.querySelectorAll('.js-plotly-plot')]
               .filter(gd => ((gd._fullLayout || {}).title || {}).text?.startsWith('generation lens'))
@@ -607,11 +625,6 @@ def test_generate_step_to_a_decode_step_and_read_why_the_pattern_is_greyed(tour)
     _shot(explorer, "generation_decode_step")
     slider.press("ArrowLeft")  # back to the prefill
     assert slider.input_value() == "0"
-    p.wait_for_function(
-        "(row) => row.getAttribute('aria-disabled') !== 'true'",
-        arg=row.element_handle(),
-        timeout=STEP_MS,
-        polling=250,
-    )
+    _wait_row(p, explorer, None)  # served again
     assert SEED_DECODE not in (row.get_attribute("title") or "")
     assert page.dialogs == [] and page.errors == [] and _cell_errors(p) == []
