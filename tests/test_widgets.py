@@ -533,11 +533,11 @@ def test_the_tree_greys_the_pattern_on_decode_steps_with_the_engines_reason(sess
     assert pattern()["available"] is False and pattern()["reason"] == SEED_DECODE
     assert result.steps[1].availability["self_attn.attention_probabilities"] == SEED_DECODE
     note = explorer.attention.step_note
-    assert "prefill" in note.value and "step 1" in note.value and note.tooltip == SEED_DECODE
+    assert "prefill (step 0)" in note.value and "not of step 1" in note.value
     assert "decode" in gen.step_slider.caption
     gen.step_slider.value = 0
     assert pattern()["available"] and pattern()["reason"] is None
-    assert note.value == "the pattern of the prefill (step 0)" and note.tooltip is None
+    assert note.value == "the pattern of the prefill (step 0)"
     assert session.engine_requests == before  # stepping asks nothing
     page = explorer.to_html()
     assert html.escape(SEED_DECODE) in page and "<h2>Generation</h2>" in page

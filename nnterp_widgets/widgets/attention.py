@@ -38,8 +38,8 @@ __all__ = ["AttentionView", "PREFILL_PATTERN", "DECODE_STEP_PATTERN"]
 
 #: Which step the pattern is of: always the prompt's prefill (the engine serves it there only).
 PREFILL_PATTERN = "the pattern of the prefill (step 0)"
-#: ... said while a generation's decode step is shown elsewhere (the engine's reason is its tooltip).
-DECODE_STEP_PATTERN = PREFILL_PATTERN + ", not of step {step}: a decode step has none (hover for why)"
+#: ... said while a generation's decode step is shown elsewhere (the tree greys the pattern with the reason).
+DECODE_STEP_PATTERN = PREFILL_PATTERN + ", not of step {step}: a decode step has none (the module tree says why)"
 
 
 class AttentionView(PlotPanel):
@@ -180,9 +180,8 @@ class AttentionView(PlotPanel):
 
     def show_step(self, step: int, reason: str | None = None) -> None:
         """Say which step the pattern is of while generation step ``step`` is shown
-        elsewhere; ``reason``: why that step has none (the engine's), for a decode step."""
+        elsewhere; ``reason``: the engine's, when that step serves no pattern (a decode step)."""
         self.step_note.value = PREFILL_PATTERN if reason is None else DECODE_STEP_PATTERN.format(step=step)
-        self.step_note.tooltip = reason
 
     def wait(self, timeout: float | None = 300) -> AttentionPanel | None:
         """Block until the asked-for layer is on screen (for scripts and tests)."""
