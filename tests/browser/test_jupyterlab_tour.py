@@ -599,7 +599,13 @@ def test_generate_step_to_a_decode_step_and_read_why_the_pattern_is_greyed(tour)
     slider.focus()  # focusable: arrow keys step it
     slider.press("ArrowRight")
     assert slider.input_value() == "1"
-    assert "decode" in (slider.get_attribute("aria-valuetext") or "")
+    p.wait_for_function(  # the kernel's caption for the step, read out by a screen reader
+        "(input) => (input.getAttribute('aria-valuetext') || '').includes('step 1 of') "
+        "&& input.getAttribute('aria-valuetext').includes('a decode step')",
+        arg=slider.element_handle(),
+        timeout=STEP_MS,
+        polling=250,
+    )
     _wait_row(p, explorer, "true")  # greyed
     row.hover()
     assert row.get_attribute("title") == SEED_DECODE  # the seed's decode reason, word for word
