@@ -620,13 +620,13 @@ def test_generate_step_to_a_decode_step_and_read_why_the_pattern_is_greyed(tour)
     )
     note = explorer.locator(".widget-label", has_text="not of step 1")
     assert note.count() == 1 and "the pattern of the prefill (step 0)" in note.text_content()
-    outline = p.evaluate(
-        """(root) => [...root.querySelectorAll('.js-plotly-plot')]
+    outlined = """(root) => JSON.stringify([...root.querySelectorAll('.js-plotly-plot')]
               .filter(gd => ((gd._fullLayout || {}).title || {}).text?.startsWith('generation lens'))
-              .map(gd => (gd.layout.shapes || []).filter(s => s.name === 'step').map(s => (s.x0 + s.x1) / 2))""",
-        explorer.element_handle(),
-    )
-    assert outline == [[1]], outline  # the step's column outlined in the generation lens
+              .map(gd => (gd.layout.shapes || []).filter(s => s.name === 'step').map(s => (s.x0 + s.x1) / 2)))"""
+    try:  # the step's column outlined in the generation lens
+        p.wait_for_function(f"(root) => ({outlined})(root) === '[[1]]'", arg=explorer.element_handle(), timeout=STEP_MS)
+    except sync_api.TimeoutError:
+        pytest.fail(f"the generation lens outlines {p.evaluate(outlined, explorer.element_handle())}, not step 1")
     _shot(explorer, "generation_decode_step")
     slider.press("ArrowLeft")  # back to the prefill
     assert slider.input_value() == "0"
