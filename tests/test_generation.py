@@ -175,6 +175,41 @@ def test_decode_steps_carry_the_seeds_reason(session, result):
         engine.support(step=-1)
 
 
+def test_the_tree_on_a_step_greys_what_the_step_cannot_serve(session, result):
+    """The module tree (and the description it is built from) on a step: the decode step's
+    reasons are the step's availability, the prefill's the prompt's; no request."""
+    before = session.engine_requests
+    count = len(result.tokens)
+
+    def reasons(step):
+        found = {}
+        for value in session.describe(count, step=step):
+            if value.layer is not None:
+                found.setdefault(".".join(filter(None, (value.part, value.name))), set()).add(value.reason)
+        return found
+
+    for step in (0, 2):
+        got = reasons(step)
+        assert set(got) <= set(result.steps[step].availability) and "layer_output" in got
+        assert got == {name: {result.steps[step].availability[name]} for name in got}
+    assert reasons(2)["self_attn.attention_probabilities"] == {SEED_DECODE}
+    assert reasons(None) == reasons(0)  # outside any step: as the prefill (the seed's support())
+    tree = session.tree(count, step=1)
+
+    def values(node):
+        yield from node["values"]
+        for child in node["children"]:
+            yield from values(child)
+
+    pattern = [v for v in values(tree[0]) if v["name"] in ("attention_scores", "attention_probabilities")]
+    assert pattern and all(not v["available"] and v["reason"] == SEED_DECODE and v["shape"] is None for v in pattern)
+    prefill = [v for v in values(session.tree(count, step=0)[0]) if v["id"] in {p["id"] for p in pattern}]
+    assert len(prefill) == len(pattern) and all(v["available"] and v["reason"] is None for v in prefill)
+    with pytest.raises(ValueError, match="generation step"):
+        session.tree(count, step=-1)
+    assert session.engine_requests == before
+
+
 def test_one_engine_request_per_generation(session):
     before, vllm_before = session.engine_requests, _vllm_requests(session)
     again = session.generate(PROMPT, max_tokens=3, ignore_eos=True).result(timeout=120)

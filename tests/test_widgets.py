@@ -7,6 +7,7 @@ in the widget and the engine keeps serving; token text stays text.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -17,6 +18,7 @@ from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree, Patch
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.session import InterventionError
 from nnterp_widgets.widgets.figures import escape_token, heatmap_matrix, lens_hover
+from nnterp_widgets.widgets.tokens import show_token
 from reference import reference_attention, reference_values
 from test_export import _decode, _figures
 
@@ -413,3 +415,138 @@ def test_ablating_a_head_out_of_range_shows_the_error_then_the_next_request_succ
     assert explorer.wait(120).ablate == ((0, 1),)
     assert explorer.wait_ablation(120).heads == ((0, 1),)
     assert not explorer.status_line.value.startswith("⚠")
+
+
+# -- generation in the explorer: follow a token, lens modes, the step's availability --------
+
+
+def _cell(x, y):
+    from plotly.callbacks import Points
+
+    return Points(point_inds=[0], xs=[x], ys=[y], trace_name="t", trace_index=0)
+
+
+def _followed_target(session) -> tuple[int, str]:
+    """A token that is exactly one token when typed: the prompt's last."""
+    tokenizer = session.tokenizer()
+    target = tokenizer(PROMPT)["input_ids"][-1]
+    text = tokenizer.decode([target])
+    assert tokenizer.encode(text, add_special_tokens=False) == [target]
+    return target, text
+
+
+def test_following_a_typed_token_switches_both_lenses_to_its_modes(session, explorer):
+    from test_generation import _assert_ranks, _entropy, _hf_lens
+
+    target, text = _followed_target(session)
+    follow, gen = explorer.follow, explorer.generation
+    gen.tokens_input.value = 3
+    gen.generate_button.click()
+    gen.wait(180)
+    before = session.engine_requests
+    follow.mode_picker.value = "probability"
+    follow.target_box.value = text  # typed
+    modes = follow.wait(180)
+    result = gen.wait(180)  # asked again, following the target
+    assert session.engine_requests - before == 2  # one follow, one generation
+    assert modes.target.id == target and result.modes.target.id == target
+    lens = _hf_lens(str(checkpoint("qwen2")), "qwen2", list(explorer.result.tokens.ids))
+    shown = heatmap_matrix(explorer.lens.figure.data[0])
+    np.testing.assert_allclose(shown, lens[..., target].numpy(), atol=1e-5)  # the prompt's lens, every position
+    np.testing.assert_allclose(heatmap_matrix(gen.figure.data[0]), result.modes.probability)
+    assert "probability" in explorer.lens.figure.layout.title.text
+    follow.mode_picker.value = "rank"
+    follow.wait(180)
+    _assert_ranks(explorer.lens.modes.rank, lens, target)
+    np.testing.assert_allclose(
+        heatmap_matrix(explorer.lens.figure.data[0]), np.log10(explorer.lens.modes.rank), rtol=1e-6
+    )
+    np.testing.assert_allclose(heatmap_matrix(gen.figure.data[0]), np.log10(result.modes.rank), rtol=1e-6)
+    follow.mode_picker.value = "entropy"
+    follow.wait(180)
+    np.testing.assert_allclose(heatmap_matrix(explorer.lens.figure.data[0]), _entropy(lens).numpy(), atol=1e-4)
+    gen.step_slider.value = 2
+    assert {(s.x0 + s.x1) / 2 for s in gen.figure.layout.shapes if s.name == "step"} == {2}
+    follow.mode_picker.value = "top-1"  # back to the window of the prompt's lens
+    np.testing.assert_allclose(heatmap_matrix(explorer.lens.figure.data[0]), explorer.result.lens.top1_probs())
+
+
+def test_a_target_of_several_tokens_is_refused_then_the_next_is_followed(session, explorer):
+    follow = explorer.follow
+    tokenizer = session.tokenizer()
+    several = " Eiffel Tower is"
+    assert len(tokenizer.encode(several, add_special_tokens=False)) > 1
+    follow.mode_picker.value = "probability"
+    follow.target_box.value = several
+    with pytest.raises(Exception, match="not one"):
+        follow.wait(180)
+    assert follow.message.value.startswith("⚠") and "not one" in follow.message.value
+    assert explorer.lens.modes is None  # back to the top-1
+    target, text = _followed_target(session)
+    follow.target_box.value = text
+    assert follow.wait(180).target.id == target and not follow.message.value.startswith("⚠")
+    assert explorer.lens.modes.target.id == target
+
+
+def test_a_click_on_a_lens_cell_picks_its_top1_to_follow(session, explorer):
+    follow, lens = explorer.follow, explorer.lens
+    selected = explorer.selected_token
+    follow.pick_toggle.value = True
+    lens.figure.data[0]._dispatch_on_click(_cell(x=2, y=1), None)
+    want = int(explorer.result.lens.top_ids[1, 2 - explorer.result.lens.start, 0])
+    modes = follow.wait(180)
+    assert modes.target.id == want and follow.mode == "probability"
+    assert explorer.selected_token == selected  # a pick selects nothing
+    expected = session.follow(PROMPT, want).result(180)
+    np.testing.assert_allclose(heatmap_matrix(lens.figure.data[0]), expected.probability)
+    gen = explorer.generation
+    gen.generate(2)
+    first = gen.wait(180)  # follows the picked target
+    assert first.modes.target.id == want
+    gen.figure.data[0]._dispatch_on_click(_cell(x=1, y=0), None)  # a generation cell: step 1, layer 0
+    again = int(first.modes.top_ids[0, 1])
+    assert follow.wait(180).target.id == again and gen.wait(180).modes.target.id == again
+    follow.pick_toggle.value = False
+    lens.figure.data[0]._dispatch_on_click(_cell(x=1, y=0), None)
+    assert explorer.selected_token == 1 and follow.wait(5).target.id == again
+    gen.figure.data[0]._dispatch_on_click(_cell(x=1, y=0), None)  # without pick: shows that step
+    assert gen.step == 1
+
+
+def test_the_tree_greys_the_pattern_on_decode_steps_with_the_engines_reason(session, explorer):
+    from seed_text import SEED_DECODE
+
+    gen = explorer.generation
+    gen.generate(3)
+    result = gen.wait(180)
+
+    def pattern():
+        for node in _nodes(explorer.tree.tree[0]):
+            for value in node["values"]:
+                if value["id"].endswith("layers.0.self_attn.attention_probabilities"):
+                    return value
+        raise AssertionError("no attention_probabilities in the tree")
+
+    assert gen.step == 0 and pattern()["available"] and pattern()["reason"] is None
+    before = session.engine_requests
+    gen.step_slider.value = 1
+    assert pattern()["available"] is False and pattern()["reason"] == SEED_DECODE
+    assert result.steps[1].availability["self_attn.attention_probabilities"] == SEED_DECODE
+    note = explorer.attention.step_note
+    assert "prefill (step 0)" in note.value and "not of step 1" in note.value
+    assert "decode" in gen.step_slider.caption
+    gen.step_slider.value = 0
+    assert pattern()["available"] and pattern()["reason"] is None
+    assert note.value == "the pattern of the prefill (step 0)"
+    assert session.engine_requests == before  # stepping asks nothing
+    page = explorer.to_html()
+    assert html.escape(SEED_DECODE) in page and "<h2>Generation</h2>" in page
+    assert 'data-step="2"' in page and "<script src" not in page
+    for text in result.generated.texts:
+        assert html.escape(show_token(text)) in page
+
+
+def _nodes(node):
+    yield node
+    for child in node["children"]:
+        yield from _nodes(child)

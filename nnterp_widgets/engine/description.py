@@ -82,10 +82,10 @@ class ModuleDescription:
 
 
 def _value(
-    host: Any, name: str, layer: Optional[int], part: str, sizes: dict, tokens: Optional[int]
+    host: Any, name: str, layer: Optional[int], part: str, sizes: dict, tokens: Optional[int], step: Optional[int]
 ) -> ValueDescription:
     facts = FACTS[name]
-    reason = host.unavailable_reason(name)
+    reason = host.unavailable_reason(name, step)
     descriptor = getattr(type(host), name, None)
     writable = reason is None and bool(getattr(descriptor, "writable", False))
     return ValueDescription(
@@ -103,17 +103,18 @@ def _value(
 
 
 def describe_values(
-    model: Any, root_values: tuple[str, ...], tokens: Optional[int] = None
+    model: Any, root_values: tuple[str, ...], tokens: Optional[int] = None, step: Optional[int] = None
 ) -> tuple[ValueDescription, ...]:
-    """Every standard value of ``model`` in execution order (root, block by block, root)."""
+    """Every standard value of ``model`` in execution order (root, block by block, root);
+    availability on generation step ``step`` when given (``support(step)``'s rule)."""
     sizes = model.sizes
-    root = sorted((_value(model, name, None, "", sizes, tokens) for name in root_values), key=lambda v: v.order)
+    root = sorted((_value(model, name, None, "", sizes, tokens, step) for name in root_values), key=lambda v: v.order)
     blocks = []
     for index, block in enumerate(model.layers):
         found = []
         for part, names in BLOCK_PARTS:
             host = getattr(block, part) if part else block
-            found.extend(_value(host, name, index, part, sizes, tokens) for name in names)
+            found.extend(_value(host, name, index, part, sizes, tokens, step) for name in names)
         blocks.extend(sorted(found, key=lambda v: v.order))
     before = [v for v in root if v.order < LAYER_ORDER_START]
     after = [v for v in root if v.order >= LAYER_ORDER_END]

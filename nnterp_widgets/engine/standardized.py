@@ -268,14 +268,17 @@ class StandardizedVLLM(VLLM):
 
     # -- description -----------------------------------------------------------
 
-    def describe(self, tokens: int | None = None) -> tuple[ValueDescription, ...]:
+    def describe(self, tokens: int | None = None, step: int | None = None) -> tuple[ValueDescription, ...]:
         """Every standard value, in execution order: availability and reason, writable,
-        order, token axis, and its shape for a prompt of ``tokens`` tokens. Runs nothing."""
-        return describe_values(self, ROOT_VALUES, tokens)
+        order, token axis, and its shape for a prompt of ``tokens`` tokens. ``step``: the
+        availability on that generation step, as ``support(step)``. Runs nothing."""
+        if step is not None:
+            self.support(step)  # the same check of ``step``
+        return describe_values(self, ROOT_VALUES, tokens, step)
 
-    def describe_modules(self, tokens: int | None = None) -> tuple[ModuleDescription, ...]:
-        """The module tree, parents first, each module with its standard values."""
-        return describe_modules(self, self.describe(tokens))
+    def describe_modules(self, tokens: int | None = None, step: int | None = None) -> tuple[ModuleDescription, ...]:
+        """The module tree, parents first, each module with its standard values (on ``step``)."""
+        return describe_modules(self, self.describe(tokens, step))
 
     # -- methods ---------------------------------------------------------------
 

@@ -260,18 +260,20 @@ class Session:
             while len(self._cache) > CACHE_ENTRIES:
                 self._cache.popitem(last=False)
 
-    def tree(self, tokens: int | None = None) -> list[dict]:
+    def tree(self, tokens: int | None = None, step: int | None = None) -> list[dict]:
         """The module tree (plain dicts), with each value's shape for ``tokens`` tokens if given.
 
-        ``tokens`` may also be a `PromptResult` (its token count).
+        ``tokens`` may also be a `PromptResult` (its token count). ``step``: availability on
+        that generation step (0 the prefill; on a decode step the pattern is greyed with
+        the engine's reason). No engine request.
         """
         if tokens is not None and not isinstance(tokens, int):
             tokens = len(tokens.tokens)
-        return build_tree(self._engine(), tokens)
+        return build_tree(self._engine(), tokens, step)
 
-    def describe(self, tokens: int | None = None) -> tuple:
-        """The engine's value descriptions (see `StandardizedVLLM.describe`)."""
-        return self._engine().describe(tokens)
+    def describe(self, tokens: int | None = None, step: int | None = None) -> tuple:
+        """The engine's value descriptions (see `StandardizedVLLM.describe`), on ``step`` if given."""
+        return self._engine().describe(tokens, step)
 
     # Interventions (issue 17): each one call on the worker; see `interventions`.
     def patch(self, clean: str, corrupted: str, answer, foil, site: str = "layer_output", key: str = "patch") -> Future:

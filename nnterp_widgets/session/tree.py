@@ -22,9 +22,10 @@ def _value_entry(value: Any) -> dict:
     }
 
 
-def build_tree(model: Any, tokens: int | None = None) -> list[dict]:
-    """The tree of ``model`` (a `StandardizedVLLM`), one root node; shapes for ``tokens``."""
-    modules = model.describe_modules(tokens)
+def build_tree(model: Any, tokens: int | None = None, step: int | None = None) -> list[dict]:
+    """The tree of ``model`` (a `StandardizedVLLM`), one root node; shapes for ``tokens``;
+    availability on generation step ``step`` when given (the engine's reasons)."""
+    modules = model.describe_modules(tokens, step)
     layers_path = model.layers.path
     count = model.num_layers
     nodes: dict[str, dict] = {}

@@ -14,5 +14,7 @@ JS_DIR: Path = Path(__file__).resolve().parent.parent / "js"
 
 MODULE_TREE_ESM: Path = JS_DIR / "module_tree.js"
 MODULE_TREE_CSS: Path = JS_DIR / "module_tree.css"
+STEP_SLIDER_ESM: Path = JS_DIR / "step_slider.js"
+STEP_SLIDER_CSS: Path = JS_DIR / "step_slider.css"
 
-__all__ = ["JS_DIR", "MODULE_TREE_CSS", "MODULE_TREE_ESM"]
+__all__ = ["JS_DIR", "MODULE_TREE_CSS", "MODULE_TREE_ESM", "STEP_SLIDER_CSS", "STEP_SLIDER_ESM"]

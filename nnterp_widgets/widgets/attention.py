@@ -34,7 +34,12 @@ from .figures import attention_figure, attention_selection, head_grid_figure
 from .lifecycle import KernelThread
 from .plot_panel import PlotPanel, clicked
 
-__all__ = ["AttentionView"]
+__all__ = ["AttentionView", "PREFILL_PATTERN", "DECODE_STEP_PATTERN"]
+
+#: Which step the pattern is of: always the prompt's prefill (the engine serves it there only).
+PREFILL_PATTERN = "the pattern of the prefill (step 0)"
+#: ... said while a generation's decode step is shown elsewhere (the tree greys the pattern with the reason).
+DECODE_STEP_PATTERN = PREFILL_PATTERN + ", not of step {step}: a decode step has none (the module tree says why)"
 
 
 class AttentionView(PlotPanel):
@@ -77,6 +82,7 @@ class AttentionView(PlotPanel):
         )
         self.clear_ablation = ipywidgets.Button(description="clear ablation", tooltip="ablate no head")
         self.ablated_label = ipywidgets.Label("")
+        self.step_note = ipywidgets.Label(PREFILL_PATTERN)
         self.clear_ablation.on_click(lambda button: setattr(self, "ablated", ()))
         self.zoom_out_button = ipywidgets.Button(
             description="zoom out", disabled=True, tooltip="back to the whole pattern (click a pooled cell to zoom)"
@@ -88,6 +94,7 @@ class AttentionView(PlotPanel):
             [
                 ipywidgets.HBox([self.layer_input, self.head_input, self.zoom_out_button, self.range_label]),
                 ipywidgets.HBox([self.ablate_mode, self.clear_ablation, self.ablated_label]),
+                self.step_note,
             ],
             [self.figure, self.grid],
             **kwargs,
@@ -170,6 +177,11 @@ class AttentionView(PlotPanel):
         heads = set(self.ablated)
         heads.symmetric_difference_update({pair})
         self.ablated = tuple(sorted(heads))
+
+    def show_step(self, step: int, reason: str | None = None) -> None:
+        """Say which step the pattern is of while generation step ``step`` is shown
+        elsewhere; ``reason``: the engine's, when that step serves no pattern (a decode step)."""
+        self.step_note.value = PREFILL_PATTERN if reason is None else DECODE_STEP_PATTERN.format(step=step)
 
     def wait(self, timeout: float | None = 300) -> AttentionPanel | None:
         """Block until the asked-for layer is on screen (for scripts and tests)."""

@@ -21,6 +21,7 @@ import traitlets
 
 from ..session import PromptResult, Session, State, Status, Superseded
 from .attention import AttentionView
+from .follow import FollowControl
 from .generation import GenerationView
 from .lens import LogitLens
 from .lifecycle import KernelThread, close_all
@@ -30,6 +31,8 @@ from .tree import ModuleTree
 _ids = itertools.count()
 
 DEFAULT_PROMPT = "The Eiffel Tower is in"
+#: The value whose availability the attention view reports per step.
+PATTERN = "self_attn.attention_probabilities"
 
 
 class Explorer(widgets.VBox):
@@ -67,6 +70,10 @@ class Explorer(widgets.VBox):
         self.patching = PatchPanel(self.session, key=f"{self._key}-patch")
         traitlets.link((self, "selected_token"), (self.patching, "selected_token"))
         traitlets.dlink((self.tree, "theme"), (self.patching, "theme"))
+        self.follow = FollowControl(
+            self.session, lambda: self.prompt_box.value, self.lens, self.generation, key=f"{self._key}-follow"
+        )
+        self.generation.observe(self._on_step, "step")  # the tree and the attention view follow the step
         for panel in self.panels:
             traitlets.link((self, "selected_token"), (panel, "selected_token"))
         for panel in (self.attention, self.lens):
@@ -83,6 +90,7 @@ class Explorer(widgets.VBox):
                 # One under the other: side by side in a notebook (~1000 px) each got ~530 px,
                 # less than a figure's width, and the lens's cell labels need room per token.
                 self.attention,
+                self.follow,
                 self.lens,
                 self.generation,
                 widgets.HTML("<b>Activation patching</b>"),
@@ -201,9 +209,22 @@ class Explorer(widgets.VBox):
             self.selected_token = -1
         for panel in self.panels:
             panel.update(result)
+        if self.follow.mode != "top-1":
+            self.follow.refresh()  # the new prompt's lens modes
         self._set_status(
             State.IDLE, f"{len(result.tokens)} tokens · engine requests so far: {self.session.engine_requests}"
         )
+
+    def _on_step(self, change) -> None:
+        """A generation step shown: the tree greys what that step cannot serve (the engine's
+        reasons), and the attention view says its pattern is the prefill's."""
+        step = change["new"]
+        self.tree.step = step
+        result = self.generation.result
+        if result is None or step < 0:
+            return
+        reasons = result.step(step).unavailable()
+        self.attention.show_step(step, reasons.get(PATTERN) if not result.step(step).is_prefill else None)
 
     def _set_status(self, state: State, message: str) -> None:
         prefix = {State.ERROR: "⚠ ", State.BUSY: "… "}.get(state, "")
@@ -227,10 +248,12 @@ class Explorer(widgets.VBox):
     def to_html(self, path: str | None = None) -> str:
         """The current view as a self-contained HTML page (works offline); written to ``path`` if given.
 
-        The prompt's module tree (shapes, greyed values with their reasons as tooltips),
-        the attention heatmap of the chosen layer / head and the logit lens, with the
-        selected token outlined; and the patching panel's sweep, once one has run.
-        Raises ``RuntimeError`` before a prompt has landed.
+        The prompt's module tree (shapes, greyed values with their reasons as tooltips,
+        on the generation step shown), the attention heatmap of the chosen layer / head and
+        the logit lens, with the selected token outlined; the patching panel's sweep, once
+        one has run; and the generation, when one is shown (its tokens, the per-step lens
+        with the step outlined, each step's availability). Raises ``RuntimeError`` before
+        a prompt has landed.
         """
         from .export import export_html
 
@@ -249,4 +272,6 @@ class Explorer(widgets.VBox):
             path=path,
             patch=self.patching.result,
             pair=self.patching.pair,
+            generation=self.generation.result,
+            step=self.generation.step if self.generation.result is not None else None,
         )

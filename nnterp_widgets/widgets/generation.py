@@ -1,56 +1,89 @@
 """`GenerationView`: generate N tokens from a prompt and step through the generation's lens.
 
-One engine request per "generate" (the session's ``generate``); the step slider only
-re-outlines the step's column of the figure (`generation_lens_figure`), asking nothing.
-A refused request (``max_tokens`` of 0, negative, or past the model's length) shows the
-session's error in the message line; the next request is served as usual.
+One engine request per "generate" (the session's ``generate``); the step control
+(`StepSlider`: a range input, so arrow keys, Home / End step it) only re-outlines the
+step's column of the figure, asking nothing. ``step`` (``-1`` before a generation) is
+what the explorer follows to grey the module tree's pattern on a decode step. ``mode``
+draws the generation's `LensModes` in a lens mode instead of the top-1 (``target``, when
+set, is followed by every generation asked for: a target mode needs it). With ``pick``
+on, a click on a cell picks its top-1 token (``picked``). A refused request
+(``max_tokens`` of 0, negative, or past the model's length) shows the session's error in
+the message line; the next request is served as usual.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
+import anywidget
 import ipywidgets
 import plotly.graph_objects as go
+import traitlets
 
 from ..session.generation import GENERATE_TOKENS, GenerationResult
-from .generation_figures import generation_lens_figure
-from .lifecycle import KernelThread, close_all
-from .plot_panel import show_figure
+from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
+from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
+from .lifecycle import Asking, close_all
+from .plot_panel import clicked, show_figure
 
-__all__ = ["GenerationView", "PREFILL_NOTE"]
+__all__ = ["GenerationView", "PREFILL_NOTE", "StepSlider", "step_caption"]
 
 #: Said beside the generation: the other panels show the prompt's own forward pass.
 PREFILL_NOTE = "the panels above show the prompt (the prefill); this figure shows every generation step"
+#: The step control's words for a step (also its aria-valuetext).
+STEP_CAPTION = "step {step} of {last}: {kind}"
 
 
-class GenerationView(ipywidgets.VBox):
+def step_caption(step: int, last: int) -> str:
+    return STEP_CAPTION.format(step=step, last=last, kind="the prefill" if step == 0 else "a decode step")
+
+
+class StepSlider(anywidget.AnyWidget):
+    """The step control: a labelled native range input (js/step_slider.js)."""
+
+    _esm = STEP_SLIDER_ESM
+    _css = STEP_SLIDER_CSS
+    value = traitlets.Int(0).tag(sync=True)
+    max = traitlets.Int(0).tag(sync=True)
+    disabled = traitlets.Bool(True).tag(sync=True)
+    label = traitlets.Unicode("step").tag(sync=True)
+    caption = traitlets.Unicode("").tag(sync=True)
+
+    @traitlets.validate("value")
+    def _valid_value(self, proposal):
+        return min(max(0, int(proposal["value"])), self.max)
+
+
+class GenerationView(Asking, ipywidgets.VBox):
     """``GenerationView(session, prompt=lambda: "text", key="generate")``: ``prompt`` gives
     the text to continue when "generate" is pressed (the explorer's prompt box)."""
+
+    #: The step shown, ``-1`` before a generation has landed.
+    step = traitlets.Int(-1)
+    #: On: a click on a cell picks its top-1 token (``picked``) instead of moving the step.
+    pick = traitlets.Bool(False)
+    #: The last picked cell: ``{"layer", "position", "id", "text"}``.
+    picked = traitlets.Dict()
 
     def __init__(self, session: Any, prompt: Callable[[], str], key: str = "generate", **kwargs: Any) -> None:
         self.session = session
         self._prompt = prompt
         self.key = key
         self.result: GenerationResult | None = None
-        self._kernel = KernelThread()
-        self._idle = threading.Event()
-        self._idle.set()
-        self._error: BaseException | None = None
-        self._asked = 0
+        self.mode = "top-1"
+        self.target: Any = None  # followed by every generation asked for (a token id or text)
+        self.asked_target: Any = None  # the target the shown (or coming) generation follows
+        self._init_asking()
         self.tokens_input = ipywidgets.IntText(
             value=GENERATE_TOKENS, description="tokens", layout=ipywidgets.Layout(width="150px")
         )
         self.generate_button = ipywidgets.Button(description="generate", tooltip="generate this many tokens")
-        self.step_slider = ipywidgets.IntSlider(
-            value=0, min=0, max=0, description="step", disabled=True, continuous_update=True
-        )
+        self.step_slider = StepSlider()
         self.message = ipywidgets.Label("")
         self.note = ipywidgets.Label(PREFILL_NOTE)
         self.figure = go.FigureWidget()
         self.generate_button.on_click(lambda button: self.generate(self.tokens_input.value))
-        self.step_slider.observe(lambda change: self._render(), "value")
+        self.step_slider.observe(self._on_step, "value")
         super().__init__(
             [
                 ipywidgets.HBox([self.tokens_input, self.generate_button, self.step_slider]),
@@ -61,48 +94,47 @@ class GenerationView(ipywidgets.VBox):
             **kwargs,
         )
 
-    @property
-    def step(self) -> int:
-        return self.step_slider.value
-
     def generate(self, max_tokens: Any) -> None:
-        """Ask for ``max_tokens`` tokens after the prompt; shown when the answer lands."""
+        """Ask for ``max_tokens`` tokens after the prompt (following ``target``); shown when it lands."""
         self._asked += 1
         asked = self._asked
         self._idle.clear()
         self._error = None
+        self.asked_target = self.target
         self.message.value = f"… generating {max_tokens} tokens"
         try:
-            future = self.session.generate(self._prompt(), max_tokens=max_tokens, key=self.key)
+            future = self.session.generate(self._prompt(), max_tokens=max_tokens, target=self.target, key=self.key)
         except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
             self._failed(error)
             return
+        self._future = (asked, future)
         future.add_done_callback(lambda done: self._kernel.call(self._landed, asked, done))
+
+    def show_mode(self, mode: str) -> None:
+        """Draw the generation in lens mode ``mode`` (a target mode needs a generation that
+        followed a target: ask one with ``target`` set). Asks nothing."""
+        self.mode = mode
+        self._render()
 
     def wait(self, timeout: float | None = 300) -> GenerationResult | None:
         """Block until the newest request is shown (for scripts and tests); re-raises its error."""
-        if not self._idle.wait(timeout):
-            raise TimeoutError(f"no generation from the engine within {timeout} s")
-        if self._error is not None:
-            raise self._error
+        self._wait_shown(timeout, "generation")
         return self.result
 
+    def _land(self, asked: int, future) -> None:
+        self._landed(asked, future)
+
     def _landed(self, asked: int, future) -> None:
-        if asked != self._asked or future.cancelled():
-            return  # a newer request is on its way
-        error = future.exception()
-        if error is not None:
-            if type(error).__name__ != "Superseded":
-                self._failed(error)
+        result = self._take(asked, future)
+        if result is None:
             return
-        self.result = result = future.result()
+        self.result = result
         last = len(result.steps) - 1
-        self.step_slider.unobserve_all("value")
-        self.step_slider.max = last
-        self.step_slider.value = min(self.step_slider.value, last)
-        self.step_slider.disabled = False
-        self.step_slider.observe(lambda change: self._render(), "value")
-        self._render()
+        with self.step_slider.hold_trait_notifications():
+            self.step_slider.max = last
+            self.step_slider.value = min(self.step_slider.value, last)
+            self.step_slider.disabled = False
+        self._on_step()
         self.message.value = f"{len(result.steps)} steps wrote {result.text!r}"
         self._idle.set()
 
@@ -111,9 +143,43 @@ class GenerationView(ipywidgets.VBox):
         self.message.value = f"⚠ {type(error).__name__}: {error}"
         self._idle.set()
 
+    def _on_step(self, change=None) -> None:
+        if self.result is None:
+            return
+        value = self.step_slider.value
+        self.step_slider.caption = step_caption(value, self.step_slider.max)
+        self._render()
+        self.step = value
+
     def _render(self) -> None:
-        if self.result is not None:
-            show_figure(self.figure, generation_lens_figure(self.result, self.step))
+        result = self.result
+        if result is None:
+            return
+        step = self.step_slider.value
+        if self.mode == "top-1" or self.mode not in result.modes.modes():
+            fig = generation_lens_figure(result, step)
+        else:
+            fig = lens_mode_figure(result.modes, self.mode, step, axis_title=STEP_AXIS)
+            for shape in fig.layout.shapes:
+                shape.name = "step"
+        if show_figure(self.figure, fig):
+            self.figure.data[0].on_click(self._on_click)
+
+    def _on_click(self, trace, points, state=None) -> None:
+        """Click on a cell: show its step, or with ``pick`` on, pick its top-1 token."""
+        column, layer = clicked(points, "x"), clicked(points, "y")
+        if column is None or self.result is None:
+            return
+        if self.pick and layer is not None:
+            modes = self.result.modes
+            self.picked = {
+                "layer": layer,
+                "position": modes.positions[column],
+                "id": int(modes.top_ids[layer, column]),
+                "text": modes.top_texts[layer][column],
+            }
+            return
+        self.step_slider.value = column
 
     def close(self) -> None:
         close_all(self.children)

@@ -8,6 +8,11 @@ range slider (drag it, or focus a handle and use the arrow keys) or the â—€ / â–
 request, cached by the session). Traits for the explorer to link: ``selected_token``
 (position, ``-1`` for none; a click on a cell selects its position) and ``status``
 (``{"state": "idle" | "busy" | "error", "message": str}``).
+
+Lens modes: ``show_modes(modes, mode)`` draws the prompt's `LensModes` (from
+``session.follow``) in one of its modes instead of the top-1 window; ``show_modes(None)``
+goes back. With ``pick`` on, a click on a cell picks its top-1 token (``picked``: the
+cell's layer, position, token id and text) instead of selecting the position.
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ from typing import Any
 
 import ipywidgets
 import plotly.graph_objects as go
+import traitlets
 
+from ..session.generation import LensModes
 from ..session.panels import LensPanel, PromptResult
 from .figures import lens_figure, selection_shapes
+from .generation_figures import lens_mode_figure
 from .lifecycle import KernelThread
 from .plot_panel import PlotPanel, clicked
 
@@ -31,10 +39,18 @@ class LogitLens(PlotPanel):
     status line. ``session``: where a moved window is asked for (anything with
     ``lens(text, start, stop, key, ablate=...) -> Future``, a `Session`)."""
 
+    #: On: a click on a cell picks its top-1 token (``picked``) instead of selecting its position.
+    pick = traitlets.Bool(False)
+    #: The last picked cell: ``{"layer", "position", "id", "text"}``.
+    picked = traitlets.Dict()
+
     def __init__(self, result: PromptResult | None = None, *, session: Any = None, key: str = "lens", **kwargs):
         self.session = session
         self.key = key
         self._panel: LensPanel | None = None
+        self._modes: LensModes | None = None  # shown instead of the window when set
+        self._mode = "top-1"
+        self._window_display = "none"  # the window's controls: shown for a long prompt
         self._kernel = KernelThread()  # answers are shown from the kernel's thread
         self._idle = threading.Event()
         self._idle.set()
@@ -71,6 +87,24 @@ class LogitLens(PlotPanel):
         """The lens on screen."""
         return self._panel
 
+    @property
+    def modes(self) -> LensModes | None:
+        """The `LensModes` drawn instead of the top-1 window, or None."""
+        return self._modes
+
+    @property
+    def mode(self) -> str:
+        return self._mode if self._modes is not None else "top-1"
+
+    def show_modes(self, modes: LensModes | None, mode: str = "top-1") -> None:
+        """Draw the prompt's ``modes`` in ``mode`` (every position; one of ``modes.modes()``),
+        or, given None, the top-1 window again. Asks nothing."""
+        if modes is not None:
+            modes.values(mode)  # refuses an unknown mode, or a target mode without a target
+        self._modes, self._mode = modes, mode
+        self.controls.layout.display = "none" if modes is not None or self._panel is None else self._window_display
+        self._draw()
+
     def update(self, result: PromptResult) -> None:
         """Show a new prompt's lens; a selection past its end is clamped to the last token."""
         count = len(result.tokens)
@@ -80,6 +114,7 @@ class LogitLens(PlotPanel):
             note = f"selected token {selected} is past this {count}-token prompt; selected {count - 1}"
             selected = count - 1
         self._result = result
+        self._modes = None  # the old prompt's; the explorer asks for the new one's
         with self._hold():
             self.selected_token = selected
         self._show_lens(result.lens)
@@ -113,12 +148,27 @@ class LogitLens(PlotPanel):
             self.window.value = (lens.start, lens.stop)
         finally:
             self._moving = False
-        self.controls.layout.display = "none" if (lens.start, lens.stop) == (0, count) else ""
+        self._window_display = "none" if (lens.start, lens.stop) == (0, count) else ""
+        self.controls.layout.display = self._window_display if self._modes is None else "none"
         self.earlier.disabled = lens.start == 0
         self.later.disabled = lens.stop == count
-        if self._show(self.figure, lens_figure(lens, self.selected_token)):
-            self.figure.data[0].on_click(self._on_click)
+        self._draw()
         self._idle.set()
+
+    def _draw(self) -> None:
+        if self._modes is not None:
+            fig = lens_mode_figure(self._modes, self._mode, self._shown(self.selected_token))
+        elif self._panel is not None:
+            fig = lens_figure(self._panel, self.selected_token)
+        else:
+            return
+        if self._show(self.figure, fig):
+            self.figure.data[0].on_click(self._on_click)
+
+    def _shown(self, position: int) -> int:
+        """``position``'s column in the drawn modes, or -1."""
+        positions = self._modes.positions
+        return positions.index(position) if position in positions else -1
 
     def _on_window(self, change) -> None:
         if self._moving or self._result is None:
@@ -163,12 +213,33 @@ class LogitLens(PlotPanel):
         if self._holding or self._panel is None:
             return
         self.message.value = ""
+        if self._modes is not None:
+            modes = self._modes
+            column = self._shown(change["new"])
+            shapes = selection_shapes(len(modes.positions), column, row=False, column=True, rows=modes.num_layers)
+            self.figure.layout.shapes = shapes
+            return
         lens = self._panel
         selected = change["new"] if change["new"] in lens.positions else -1
         self.figure.layout.shapes = selection_shapes(lens.stop, selected, row=False, column=True, rows=lens.num_layers)
 
     def _on_click(self, trace, points, state=None) -> None:
-        """Click on a cell: select its position (the column)."""
+        """Click on a cell: select its position (the column), or with ``pick`` on, pick its top-1."""
         position = clicked(points, "x")
-        if position is not None:
-            self.selected_token = position
+        if position is None:
+            return
+        layer = clicked(points, "y")
+        if self.pick and layer is not None:
+            self.picked = self._top1(layer, position)
+            return
+        self.selected_token = position
+
+    def _top1(self, layer: int, position: int) -> dict:
+        """The top-1 token of the drawn cell at ``layer``, ``position``."""
+        if self._modes is not None:
+            column = self._shown(position)
+            token, text = int(self._modes.top_ids[layer, column]), self._modes.top_texts[layer][column]
+        else:
+            column = position - self._panel.start
+            token, text = int(self._panel.top_ids[layer, column, 0]), self._panel.top_texts[layer][column][0]
+        return {"layer": layer, "position": position, "id": token, "text": text}

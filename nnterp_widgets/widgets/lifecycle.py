@@ -11,9 +11,11 @@ other thread to wait for, and the callback runs at once.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import threading
 from typing import Any, Callable
 
-__all__ = ["KernelThread", "close_all"]
+__all__ = ["Asking", "KernelThread", "close_all"]
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -46,3 +48,49 @@ def close_all(widgets) -> None:
     for widget in widgets:
         close_all(getattr(widget, "children", ()))
         widget.close()
+
+
+class Asking:
+    """A view that asks the session and shows the newest answer (a mixin; call
+    ``_init_asking()`` in ``__init__``). Each request gets a number (``_asked``); an
+    answer is shown only if it is the newest's, and once (by the kernel's loop, or by
+    ``wait`` in a cell). The view defines ``_land(asked, future)`` (show it) and
+    ``_failed(error)``."""
+
+    def _init_asking(self) -> None:
+        self._kernel = KernelThread()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._error: BaseException | None = None
+        self._asked = 0
+        self._future: tuple | None = None  # (asked, future) of the newest request
+        self._shown = 0  # the newest request shown
+
+    def _wait_shown(self, timeout: float | None, what: str) -> None:
+        """Block until the newest request is shown; re-raise its error. In a cell on the
+        kernel's thread the loop that would show the answer is blocked by the waiting
+        cell, so the answer is waited for and shown here."""
+        pending = self._future
+        if pending is not None and not self._idle.is_set() and self._kernel.here():
+            asked, future = pending
+            if not concurrent.futures.wait([future], timeout).done:
+                raise TimeoutError(f"no {what} from the engine within {timeout} s")
+            self._land(asked, future)
+        if not self._idle.wait(timeout):
+            raise TimeoutError(f"no {what} from the engine within {timeout} s")
+        if self._error is not None:
+            raise self._error
+
+    def _take(self, asked: int, future):
+        """The answer to show for request ``asked``, or ``None``: a newer request is on its
+        way, this one is shown already, or it failed (shown by ``_failed``; a superseded
+        one says nothing)."""
+        if asked != self._asked or asked == self._shown or future.cancelled():
+            return None
+        self._shown = asked
+        error = future.exception()
+        if error is not None:
+            if type(error).__name__ != "Superseded":
+                self._failed(error)
+            return None
+        return future.result()

@@ -37,6 +37,9 @@ class ModuleTree(anywidget.AnyWidget):
     selected_token = traitlets.Int(-1).tag(sync=True)
     #: The page's theme as the front end sees it ("light" / "dark"); JS writes it.
     theme = traitlets.Unicode("light").tag(sync=True)
+    #: A generation step whose availability the tree shows (``-1``: none, the prompt's own
+    #: pass): on a decode step the pattern is greyed with the engine's reason.
+    step = traitlets.Int(-1)
 
     def __init__(
         self, session: Session | None = None, prompt: str | None = None, *, key: str | None = None, **kwargs: Any
@@ -51,6 +54,7 @@ class ModuleTree(anywidget.AnyWidget):
         self._kernel = KernelThread()
         self._closed = False
         self.observe(self._on_selected, names="selected")
+        self.observe(lambda change: self._show_tree(), names="step")
         if self.session.ready:
             self.tree = self.session.tree()
         else:
@@ -88,12 +92,18 @@ class ModuleTree(anywidget.AnyWidget):
         token chips, and the selected value's preview asked for again."""
         self.result = result
         with self.hold_sync():
-            self.tree = self.session.tree(len(result.tokens))
+            self._show_tree()
             self.prompt_tokens = list(result.tokens.texts)
             if self.selected_token >= len(result.tokens):
                 self.selected_token = -1
             self.status = IDLE.to_json()
         self._ask_preview()
+
+    def _show_tree(self) -> None:
+        """The tree for the prompt's length, its availability on ``step`` (no request)."""
+        if self.session.ready:
+            tokens = len(self.result.tokens) if self.result is not None else None
+            self.tree = self.session.tree(tokens, step=self.step if self.step >= 0 else None)
 
     def wait(self, timeout: float | None = 300):
         """Block until the asked-for preview has landed (for scripts and tests)."""

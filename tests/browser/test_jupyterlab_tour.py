@@ -557,3 +557,79 @@ def test_static_export_renders_offline(lab, context, tour):
         p.screenshot(path=str(SHOTS / "jupyterlab_export.png"), full_page=True)
     finally:
         p.close()
+
+
+# ------------------------------------------------------------------------ generation (issue 16)
+
+PATTERN_ROW = '[role=treeitem][data-key$="layers.0.self_attn.attention_probabilities"]'
+GENERATE_S = 120  # one generation: one engine request, then the figure and the slider
+
+
+def _wait_row(p, explorer, disabled) -> None:
+    """Until the pattern's row (found anew each time: the tree re-renders its rows) has
+    ``aria-disabled`` = ``disabled``."""
+    p.wait_for_function(
+        """([root, sel, want]) => {
+             const row = root.querySelector(sel);
+             return !!row && row.getAttribute('aria-disabled') === want;
+           }""",
+        arg=[explorer.element_handle(), PATTERN_ROW, disabled],
+        timeout=STEP_MS,
+        polling=250,
+    )
+
+
+def test_generate_step_to_a_decode_step_and_read_why_the_pattern_is_greyed(tour):
+    from seed_text import SEED_DECODE
+
+    page, explorer = tour
+    p = page.page
+    row = explorer.locator(PATTERN_ROW)
+    assert row.count() == 1 and row.get_attribute("aria-disabled") != "true"  # served on the prompt
+    explorer.locator("button", has_text="generate").first.click()
+    slider = explorer.get_by_role("slider", name="step")  # labelled: its <label>
+    assert slider.count() == 1
+    p.wait_for_function(
+        "(input) => !input.disabled && Number(input.max) >= 1",
+        arg=slider.element_handle(),
+        timeout=GENERATE_S * 1000,
+        polling=250,
+    )
+    assert slider.input_value() == "0"
+    slider.focus()  # focusable: arrow keys step it
+    slider.press("ArrowRight")
+    assert slider.input_value() == "1"
+    p.wait_for_function(  # the kernel's caption for the step, read out by a screen reader
+        "(input) => (input.getAttribute('aria-valuetext') || '').includes('step 1 of') "
+        "&& input.getAttribute('aria-valuetext').includes('a decode step')",
+        arg=slider.element_handle(),
+        timeout=STEP_MS,
+        polling=250,
+    )
+    _wait_row(p, explorer, "true")  # greyed
+    row.hover()
+    assert row.get_attribute("title") == SEED_DECODE  # the seed's decode reason, word for word
+    row.click(force=True)
+    assert SEED_DECODE in explorer.locator(".nnw-mt-note").text_content()
+    # the attention view says which step its pattern is of
+    p.wait_for_function(
+        "(root) => [...root.querySelectorAll('.widget-label')].some(e => e.textContent.includes('not of step 1'))",
+        arg=explorer.element_handle(),
+        timeout=STEP_MS,
+        polling=250,
+    )
+    note = explorer.locator(".widget-label", has_text="not of step 1")
+    assert note.count() == 1 and "the pattern of the prefill (step 0)" in note.text_content()
+    outlined = """(root) => JSON.stringify([...root.querySelectorAll('.js-plotly-plot')]
+              .filter(gd => ((gd._fullLayout || {}).title || {}).text?.startsWith('generation lens'))
+              .map(gd => (gd.layout.shapes || []).filter(s => s.name === 'step').map(s => (s.x0 + s.x1) / 2)))"""
+    try:  # the step's column outlined in the generation lens
+        p.wait_for_function(f"(root) => ({outlined})(root) === '[[1]]'", arg=explorer.element_handle(), timeout=STEP_MS)
+    except sync_api.TimeoutError:
+        pytest.fail(f"the generation lens outlines {p.evaluate(outlined, explorer.element_handle())}, not step 1")
+    _shot(explorer, "generation_decode_step")
+    slider.press("ArrowLeft")  # back to the prefill
+    assert slider.input_value() == "0"
+    _wait_row(p, explorer, None)  # served again
+    assert SEED_DECODE not in (row.get_attribute("title") or "")
+    assert page.dialogs == [] and page.errors == [] and _cell_errors(p) == []
