@@ -3,9 +3,10 @@
 State and rendering, like :class:`~nnterp_widgets.widgets.attention.AttentionView`:
 ``update(result)`` draws ``result.lens`` with :func:`.figures.lens_figure`. On a prompt
 longer than the window, the window (the last positions by default) is moved with a
-range slider (drag it, or focus a handle and use the arrow keys) or the ◀ / ▶ buttons
-(a window's width at a time); each move asks the ``session`` for that window (one
-request, cached by the session). Traits for the explorer to link: ``selected_token``
+`PositionWindow`: by mouse (drag its thumb, click its track, its ◀ / ▶ buttons) or by
+keyboard (arrow keys, PageUp/PageDown, Home/End on its slider; Enter on a button). Each
+move asks the ``session`` for that window (one request, cached by the session).
+Traits for the explorer to link: ``selected_token``
 (position, ``-1`` for none; a click on a cell selects its position) and ``status``
 (``{"state": "idle" | "busy" | "error", "message": str}``).
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import ipywidgets
 import plotly.graph_objects as go
 import traitlets
 
@@ -30,6 +30,7 @@ from .figures import lens_figure, selection_shapes
 from .generation_figures import lens_mode_figure
 from .lifecycle import KernelThread
 from .plot_panel import PlotPanel, clicked
+from .position_window import PositionWindow
 
 __all__ = ["LogitLens"]
 
@@ -57,28 +58,11 @@ class LogitLens(PlotPanel):
         self._error: BaseException | None = None
         self._moving = False
         self.figure = go.FigureWidget()
-        self.window = ipywidgets.IntRangeSlider(
-            value=(0, 1),
-            min=0,
-            max=1,
-            step=1,
-            description="positions",
-            continuous_update=False,
-            layout=ipywidgets.Layout(width="60%"),
-            tooltip="the lens's positions: drag, or arrow keys on a handle",
-        )
-        self.earlier = ipywidgets.Button(
-            description="◀", tooltip="earlier positions", layout=ipywidgets.Layout(width="40px")
-        )
-        self.later = ipywidgets.Button(
-            description="▶", tooltip="later positions", layout=ipywidgets.Layout(width="40px")
-        )
-        self.controls = ipywidgets.HBox([self.earlier, self.window, self.later])
+        self.window = PositionWindow(label="lens positions")
+        self.controls = self.window
         self.controls.layout.display = "none"  # shown when the prompt is longer than the window
         super().__init__([self.controls], [self.figure], **kwargs)
         self.window.observe(self._on_window, "value")
-        self.earlier.on_click(lambda button: self.shift(-1))
-        self.later.on_click(lambda button: self.shift(1))
         if result is not None:
             self.update(result)
 
@@ -144,14 +128,12 @@ class LogitLens(PlotPanel):
         count = len(lens.tokens)
         self._moving = True
         try:
-            self.window.max = count
+            self.window.count = count
             self.window.value = (lens.start, lens.stop)
         finally:
             self._moving = False
         self._window_display = "none" if (lens.start, lens.stop) == (0, count) else ""
         self.controls.layout.display = self._window_display if self._modes is None else "none"
-        self.earlier.disabled = lens.start == 0
-        self.later.disabled = lens.stop == count
         self._draw()
         self._idle.set()
 

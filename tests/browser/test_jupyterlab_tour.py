@@ -374,7 +374,8 @@ KERNEL_EXEC_JS = """async (code) => {
   const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
   const out = [];
   const future = kernel.requestExecute({code, store_history: false, silent: false});
-  future.onIOPub = (msg) => { if (msg.content.text) out.push(msg.content.text);
+  // stdout and errors; not stderr, where the engine's progress bars go, whenever they come
+  future.onIOPub = (msg) => { if (msg.content.text && msg.content.name !== 'stderr') out.push(msg.content.text);
                               if (msg.content.evalue) out.push(msg.content.ename + ': ' + msg.content.evalue); };
   await future.done;
   return out.join('');
@@ -633,3 +634,137 @@ def test_generate_step_to_a_decode_step_and_read_why_the_pattern_is_greyed(tour)
     _wait_row(p, explorer, None)  # served again
     assert SEED_DECODE not in (row.get_attribute("title") or "")
     assert page.dialogs == [] and page.errors == [] and _cell_errors(p) == []
+
+
+# ------------------------------------------------------------------------ the lens's window
+
+# 62 tokens on the tiny checkpoint, none repeating in sequence: longer than the lens's
+# default window of 32, and every window's column labels differ from every other's.
+LONG_PROMPT = (
+    "One, two, three, four, five, six, seven, eight, nine, ten. Monday, Tuesday, Wednesday, "
+    "Thursday, Friday, Saturday, Sunday. January, February, March, April, May, June, July, "
+    "August, September, October, November, December."
+)
+LENS_AXIS_JS = """(root) => {
+  const gd = [...root.querySelectorAll('.js-plotly-plot')]
+    .find(g => ((g._fullLayout || {}).title || {}).text?.startsWith('logit lens'));
+  return {ticks: [...gd.querySelectorAll('.xaxislayer-above .xtick text')].map(t => t.textContent),
+          vals: Array.from(gd._fullLayout.xaxis.tickvals || [], Number)};
+}"""
+#: Printed before a kernel's JSON answer, so that what else the kernel printed is left out.
+JSON_MARK = "\x1eJSON:"
+FOCUS_JS = """() => { const e = document.activeElement, s = getComputedStyle(e);
+  return {cls: e.className, label: e.getAttribute('aria-label'), style: s.outlineStyle,
+          width: parseFloat(s.outlineWidth)}; }"""
+
+
+def _kernel_json(p, code: str):
+    out = p.evaluate(KERNEL_EXEC_JS, f"import json\nMARK = {JSON_MARK!r}\n{code}")
+    try:  # the JSON after the mark: anything else printed around it is not part of it
+        return json.JSONDecoder().raw_decode(out, out.rindex(JSON_MARK) + len(JSON_MARK))[0]
+    except ValueError:  # no mark, or no JSON after it
+        raise AssertionError(f"the kernel said: {out}") from None
+
+
+def _lens_moves_to(p, explorer, start: int, stop: int) -> list[str]:
+    """Wait until the explorer's lens shows positions start..stop-1; check its column labels
+    (as drawn, text) are those of `session.lens` for that window; return them."""
+    deadline = time.monotonic() + PROMPT_S
+    while True:
+        shown = _kernel_json(
+            p, "print(MARK + json.dumps([explorer.lens.panel.start, explorer.lens.panel.stop]), end='')"
+        )
+        if shown == [start, stop]:
+            break
+        assert time.monotonic() < deadline, f"the lens shows {shown}, not [{start}, {stop}]"
+        time.sleep(0.5)
+    asked = _kernel_json(
+        p,
+        f"_w = session.lens(explorer.result.prompt, {start}, {stop}, key='browser-test').result(120)\n"
+        "print(MARK + json.dumps([_w.start, _w.stop, [_w.tokens.texts[i] for i in _w.positions]]), end='')",
+    )
+    assert asked[:2] == [start, stop]
+    expected = [show_token(text) for text in asked[2]]
+    p.wait_for_function(
+        f"([root, ticks]) => JSON.stringify(({LENS_AXIS_JS})(root).ticks) === JSON.stringify(ticks)",
+        arg=[explorer.element_handle(), expected],
+        timeout=STEP_MS,
+        polling=250,
+    )
+    axis = explorer.evaluate(LENS_AXIS_JS)
+    assert axis["ticks"] == expected and axis["vals"] == list(range(start, stop))
+    thumb = explorer.locator(".nnw-pw-thumb")
+    assert thumb.get_attribute("aria-valuenow") == str(start)
+    assert thumb.get_attribute("aria-valuetext").startswith(f"positions {start}–{stop - 1} of ")
+    return expected
+
+
+def test_lens_window_moves_by_mouse_and_keyboard(tour):
+    page, explorer = tour
+    p = page.page
+    box = explorer.locator(".widget-text", has=p.locator("label", has_text="prompt")).locator("input")
+    box.fill(LONG_PROMPT)
+    box.press("Enter")
+    p.wait_for_function(
+        """([root, prompt]) => [...root.querySelectorAll('.nnw-mt-chip')].map(c => c.textContent)
+                                 .join('').replaceAll('\u2423', ' ') === prompt""",
+        arg=[explorer.element_handle(), LONG_PROMPT],
+        timeout=PROMPT_S * 1000,
+        polling=250,
+    )
+    count = len(_kernel_tokens(p))
+    width = 32  # the lens's default window
+    assert count > 2 * width - 4, count
+    control = explorer.locator(".nnw-pw")
+    control.wait_for(state="visible", timeout=STEP_MS)
+    thumb, earlier, later = (explorer.locator(f".nnw-pw-{part}") for part in ("thumb", "earlier", "later"))
+    # labelled: the slider and both buttons have accessible names
+    assert thumb.get_attribute("role") == "slider" and thumb.get_attribute("aria-label") == "lens positions"
+    assert "earlier" in earlier.get_attribute("aria-label") and "later" in later.get_attribute("aria-label")
+    last = count - width
+    seen = [_lens_moves_to(p, explorer, last, count)]  # the last positions by default
+    starts = [last, max(0, last - width), max(0, last - width) + 10, max(0, last - width) + 9, last, 0, 1, 2]
+    starts += [min(last, 2 + width), 4]
+    assert later.get_attribute("aria-disabled") == "true"
+
+    # mouse: the ◀ button, then a drag of the thumb by 10 positions
+    earlier.click()
+    seen.append(_lens_moves_to(p, explorer, max(0, last - width), max(0, last - width) + width))
+    start = max(0, last - width)
+    track = explorer.locator(".nnw-pw-track").bounding_box()
+    grip = thumb.bounding_box()
+    x, y = grip["x"] + grip["width"] / 2, grip["y"] + grip["height"] / 2
+    p.mouse.move(x, y)
+    p.mouse.down()
+    p.mouse.move(x + 10 * track["width"] / count, y, steps=8)
+    p.mouse.up()
+    start += 10
+    seen.append(_lens_moves_to(p, explorer, start, start + width))
+
+    # keyboard: Tab from the ◀ button reaches the slider, with a visible focus ring
+    earlier.focus()
+    focus = p.evaluate(FOCUS_JS)
+    assert "nnw-pw-earlier" in focus["cls"] and focus["style"] != "none" and focus["width"] > 0, focus
+    p.keyboard.press("Tab")
+    focus = p.evaluate(FOCUS_JS)
+    assert "nnw-pw-thumb" in focus["cls"] and focus["style"] != "none" and focus["width"] > 0, focus
+    cell = "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex"
+    active = p.evaluate(cell)
+    for key, moved in (("ArrowLeft", start - 1), ("End", last), ("Home", 0), ("ArrowRight", 1), ("ArrowUp", 2)):
+        p.keyboard.press(key)
+        seen.append(_lens_moves_to(p, explorer, moved, moved + width))
+    assert p.evaluate(cell) == active  # the keys moved the window, not the notebook's cell
+    p.keyboard.press("Tab")  # on to ▶; Enter on it moves a window later (clamped at the end)
+    focus = p.evaluate(FOCUS_JS)
+    assert "nnw-pw-later" in focus["cls"] and focus["style"] != "none" and focus["width"] > 0, focus
+    p.keyboard.press("Enter")
+    seen.append(_lens_moves_to(p, explorer, min(last, 2 + width), min(last, 2 + width) + width))
+    assert p.evaluate("() => document.activeElement.classList.contains('nnw-pw-later')")  # focus stays
+    # mouse: a click on the track (left of the thumb) centres the window there
+    track = explorer.locator(".nnw-pw-track").bounding_box()
+    p.mouse.click(track["x"] + (width // 2 + 4.25) / count * track["width"], track["y"] + track["height"] / 2)
+    seen.append(_lens_moves_to(p, explorer, 4, 4 + width))
+    # each window showed its own labels: as many different label rows as different windows
+    assert len({tuple(labels) for labels in seen}) == len(set(starts)), starts
+    _shot(explorer, "lens_window")
+    assert page.dialogs == [] and _cell_errors(p) == [] and page.errors == [], page.errors
