@@ -295,6 +295,7 @@ def test_a_long_prompt_shows_the_pooled_pattern_zooms_and_comes_back(session):
         assert not att.zoom_out_button.disabled
         att.head = 2  # a head switch inside the window: no request
         np.testing.assert_allclose(heatmap_matrix(att.figure.data[0]), want[2], atol=1 / 255)
+        assert f"queries {q0}..{q0 + 3}, keys {k0}..{k0 + 3} (exact)" in view.to_html()  # the page shows the zoom
         click(att.figure.data[0], q0 + 1, k0)  # a click on an exact cell selects its query
         assert att.selected_token == q0 + 1 and view.lens.selected_token == q0 + 1
         # Zoom out: the pooled pattern again, no request; zooming back in is cached.

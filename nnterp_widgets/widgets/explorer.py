@@ -249,11 +249,11 @@ class Explorer(widgets.VBox):
         """The current view as a self-contained HTML page (works offline); written to ``path`` if given.
 
         The prompt's module tree (shapes, greyed values with their reasons as tooltips,
-        on the generation step shown), the attention heatmap of the chosen layer / head and
-        the logit lens, with the selected token outlined; the patching panel's sweep, once
-        one has run; and the generation, when one is shown (its tokens, the per-step lens
-        with the step outlined, each step's availability). Raises ``RuntimeError`` before
-        a prompt has landed.
+        on the generation step shown), the attention heatmap of the chosen layer / head as
+        shown (a zoom window when zoomed) and the logit lens, with the selected token
+        outlined; the patching panel's sweep, once one has run; and the generation, when
+        one is shown (its tokens, the per-step lens with the step outlined, each step's
+        availability). Raises ``RuntimeError`` before a prompt has landed.
         """
         from .export import export_html
 
@@ -262,7 +262,7 @@ class Explorer(widgets.VBox):
         return export_html(
             self.result,
             self.tree.tree,
-            attention=self.attention.panel,
+            attention=self.attention.shown,
             head=self.attention.head,
             lens=self.lens.panel,
             selected_token=self.selected_token,
