@@ -7,6 +7,7 @@ same cases as the Python formatter and the JS.
 
 from __future__ import annotations
 
+import contextlib
 import html
 
 import pytest
@@ -22,10 +23,10 @@ require_browser()
 TEXTS = tuple(case["text"] for case in TOKEN_CASES)
 
 
-@pytest.fixture(scope="module")
-def page(browser, tmp_path_factory):
-    path = tmp_path_factory.mktemp("export") / "view.html"
-    export_html(synthetic_result(TEXTS), synthetic_tree(), layer=1, head=0, selected_token=2, path=path)
+@contextlib.contextmanager
+def offline_page(browser, path):
+    """The page at ``path`` with every request off the page refused; on leaving, no page
+    error, no dialog and no request outside were seen."""
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     outside, errors, dialogs = [], [], []
     context.route(
@@ -39,12 +40,22 @@ def page(browser, tmp_path_factory):
     p = context.new_page()
     p.on("pageerror", lambda error: errors.append(str(error)))
     p.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    p.goto(path.as_uri())
-    p.wait_for_selector(".nnw-mt [role=treeitem]", timeout=30_000)
-    p.wait_for_selector("#nnw-lens .main-svg", timeout=30_000)
-    yield p
-    context.close()
+    try:
+        p.goto(path.as_uri())
+        yield p
+    finally:
+        context.close()
     assert errors == [] and dialogs == [] and outside == [], (errors, dialogs, outside)
+
+
+@pytest.fixture(scope="module")
+def page(browser, tmp_path_factory):
+    path = tmp_path_factory.mktemp("export") / "view.html"
+    export_html(synthetic_result(TEXTS), synthetic_tree(), layer=1, head=0, selected_token=2, path=path)
+    with offline_page(browser, path) as p:
+        p.wait_for_selector(".nnw-mt [role=treeitem]", timeout=30_000)
+        p.wait_for_selector("#nnw-lens .main-svg", timeout=30_000)
+        yield p
 
 
 def test_chips_follow_the_shared_table(page):
@@ -78,27 +89,10 @@ def test_patching_section_renders_offline(browser, tmp_path):
     sweep = result()
     path = tmp_path / "patch.html"
     export_html(synthetic_result(), synthetic_tree(), selected_token=1, patch=sweep, pair=pair(), path=path)
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    outside, errors, dialogs = [], [], []
-    context.route(
-        "**/*",
-        lambda route: (
-            route.continue_()
-            if route.request.url.startswith("file:")
-            else (outside.append(route.request.url), route.abort())
-        ),
-    )
-    p = context.new_page()
-    p.on("pageerror", lambda error: errors.append(str(error)))
-    p.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
-    try:
-        p.goto(path.as_uri())
+    with offline_page(browser, path) as p:
         p.wait_for_selector("#nnw-patch .main-svg", timeout=30_000)
         p.wait_for_selector("#nnw-pair .main-svg", timeout=30_000)
         expected = [html.unescape(escape_token(t)) for t in sweep.clean.texts]
         for key in ("nnw-patch", "nnw-pair"):
             assert p.eval_on_selector_all(f"#{key} .xtick text", "els => els.map(e => e.textContent)") == expected
         assert p.locator("img").count() == 0
-    finally:
-        context.close()
-    assert errors == [] and dialogs == [] and outside == [], (errors, dialogs, outside)
