@@ -9,6 +9,7 @@ reason and every figure, self-contained.
 from __future__ import annotations
 
 import html
+from dataclasses import replace
 import re
 
 import numpy as np
@@ -140,29 +141,9 @@ def test_bad_shapes_are_refused(generation):
         GenerationResult("p", generation.tokens, 2, generation.steps, generation.modes)
     modes = generation.modes
     with pytest.raises(ValueError, match="come with a target"):
-        LensModes(
-            modes.columns,
-            modes.positions,
-            modes.top_ids,
-            modes.top_probs,
-            modes.top_texts,
-            modes.entropy,
-            None,
-            modes.probability,
-            modes.rank,
-        )
+        replace(modes, target=None)
     with pytest.raises(ValueError, match="rank starts at 1"):
-        LensModes(
-            modes.columns,
-            modes.positions,
-            modes.top_ids,
-            modes.top_probs,
-            modes.top_texts,
-            modes.entropy,
-            modes.target,
-            modes.probability,
-            modes.rank * 0,
-        )
+        replace(modes, rank=modes.rank * 0)
 
 
 def test_modes(generation):

@@ -139,41 +139,29 @@ def selection_shapes(count: int, selected: int, *, row: bool, column: bool, rows
     if selected >= count:
         raise IndexError(f"selected token {selected} is out of range: the prompt has positions 0..{count - 1}")
     rows = count if rows is None else rows
-    line = dict(color=HIGHLIGHT, width=2)
     shapes = []
     if row:
-        shapes.append(
-            dict(
-                type="rect",
-                name="selected row",
-                xref="x",
-                yref="y",
-                layer="above",
-                line=line,
-                fillcolor="rgba(0,0,0,0)",
-                x0=-0.5,
-                x1=count - 0.5,
-                y0=selected - 0.5,
-                y1=selected + 0.5,
-            )
-        )
+        shapes.append(_outline("selected row", -0.5, count - 0.5, selected - 0.5, selected + 0.5))
     if column:
-        shapes.append(
-            dict(
-                type="rect",
-                name="selected column",
-                xref="x",
-                yref="y",
-                layer="above",
-                line=line,
-                fillcolor="rgba(0,0,0,0)",
-                x0=selected - 0.5,
-                x1=selected + 0.5,
-                y0=-0.5,
-                y1=rows - 0.5,
-            )
-        )
+        shapes.append(_outline("selected column", selected - 0.5, selected + 0.5, -0.5, rows - 0.5))
     return shapes
+
+
+def _outline(name: str, x0: float, x1: float, y0: float, y1: float) -> dict:
+    """A highlight rectangle over data coordinates, drawn above the heatmap, unfilled."""
+    return dict(
+        type="rect",
+        name=name,
+        xref="x",
+        yref="y",
+        layer="above",
+        line=dict(color=HIGHLIGHT, width=2),
+        fillcolor="rgba(0,0,0,0)",
+        x0=x0,
+        x1=x1,
+        y0=y0,
+        y1=y1,
+    )
 
 
 def attention_axes(panel: AttentionPanel) -> tuple[np.ndarray, np.ndarray]:
