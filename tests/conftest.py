@@ -1,7 +1,9 @@
 """Engines for the tests: real vLLM (CPU backend) + real nnsight, on tiny checkpoints.
 
 One engine per test module (module-scoped fixtures), closed when the module is done
-so that the next module's engine has the machine to itself.
+so that the next module's engine has the machine to itself. A module that goes through
+many engines in turn (every family) opens the next while testing the current one
+(`EnginesAhead`): an engine's start is mostly waiting on its processes' imports.
 
 Markers (registered in pyproject.toml) are applied here, so no test module has to
 remember them: ``engine`` on every test that uses a fixture starting a vLLM engine
@@ -16,6 +18,7 @@ skipped with the reason, and the default (``cpu``) is the CPU suite as it was.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 from pathlib import Path
@@ -64,6 +67,51 @@ def open_engine(family: str):
     from nnterp_widgets import StandardizedVLLM
 
     return StandardizedVLLM(checkpoint(family), **ENGINE_KWARGS)
+
+
+class EnginesAhead:
+    """Opens the engines of ``families`` in turn, the next ``depth`` ahead of the one in
+    use: ``take(name)`` returns ``name``'s engine (or raises what opening it raised) and
+    keeps the following families' engines opening on threads. An engine's start is
+    mostly its two processes importing vLLM, one core at a time, and a family's tests
+    take a few seconds, so two starts at once keep both cores busy. At most ``depth + 1``
+    engines are open at once."""
+
+    def __init__(self, families, depth: int = 2, opener=None) -> None:
+        self.families = list(families)
+        self.depth = depth
+        self.opener = opener or open_engine
+        for name in self.families:  # on this thread: a checkpoint's seeded init stays as it is
+            checkpoint(name)
+        self._ahead: list[tuple[str, concurrent.futures.Future]] = []
+        self._pool = concurrent.futures.ThreadPoolExecutor(depth, thread_name_prefix="engine-ahead")
+
+    def take(self, name: str):
+        if self._ahead and self._ahead[0][0] == name:
+            future = self._ahead.pop(0)[1]
+        else:  # not the order expected: start over from here
+            self._drop()
+            future = self._pool.submit(self.opener, name)
+        index = self.families.index(name) if name in self.families else len(self.families)
+        for following in self.families[index + 1 + len(self._ahead) : index + 1 + self.depth]:
+            self._ahead.append((following, self._pool.submit(self.opener, following)))
+        return future.result()
+
+    def _drop(self) -> None:
+        for _, future in self._ahead:
+            _close_when_opened(future)
+        self._ahead = []
+
+    def close(self) -> None:
+        self._drop()
+        self._pool.shutdown(wait=True)
+
+
+def _close_when_opened(future) -> None:
+    try:
+        future.result().close()
+    except Exception:  # noqa: BLE001 - it failed to open: nothing to close
+        pass
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,8 @@ import pytest
 import torch
 
 import devices
-from conftest import open_engine
+from conftest import EnginesAhead
+from nnterp_widgets.engine.platform import BUILD_LOCK
 from nnterp_widgets.families.vllm import family_for, known
 from reference import reference_attention, reference_values
 from traces import trace_values
@@ -61,12 +62,36 @@ ATTENTION_INTERIOR = (
 )
 
 
+@pytest.fixture(scope="module")
+def engines_ahead(request):
+    """Each family's engine opens while the one before is tested (`EnginesAhead`): the
+    families this run selected, in the order pytest runs them."""
+    selected = {
+        item.callspec.params.get("engine")
+        for item in request.session.items
+        if item.module is request.module and hasattr(item, "callspec")
+    }
+    ahead = EnginesAhead([name for name in known() if name in selected])
+    yield ahead
+    ahead.close()
+
+
+@pytest.fixture(autouse=True)
+def not_during_a_build():
+    """A test runs while no engine's tree is being built on `EnginesAhead`'s thread: a
+    build patches process-wide state (a torch.fx trace patches ``Module.__call__``),
+    which a transformers forward on this thread would run into. The build's long part,
+    the engine's processes starting, does not hold the lock."""
+    with BUILD_LOCK:
+        yield
+
+
 @pytest.fixture(scope="module", params=known())
-def engine(request):
+def engine(request, engines_ahead):
     name = request.param
     family = family_for(name)
     try:
-        model = open_engine(name)
+        model = engines_ahead.take(name)
     except Exception as error:
         # A family vLLM no longer runs (mpt) is declared with the engine's own error; its
         # tests skip with that error while vLLM refuses it, and run once it does not.
@@ -85,7 +110,8 @@ def values(engine):
 
 @pytest.fixture(scope="module")
 def reference(engine):
-    return reference_values(str(engine.args[0]), engine.family_name, PROMPT)
+    with BUILD_LOCK:  # see not_during_a_build
+        return reference_values(str(engine.args[0]), engine.family_name, PROMPT)
 
 
 def _close(got, want, key, tol=TOL):

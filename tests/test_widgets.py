@@ -231,9 +231,11 @@ def test_toggling_a_head_reruns_ablated_and_shows_the_delta(session, explorer):
 
 def test_generate_shows_each_step_and_the_slider_moves_the_outline(session, explorer):
     gen = explorer.generation
+    assert gen.figure_box.children == ()  # no bare axes before a generation
     gen.tokens_input.value = 3
     gen.generate_button.click()
     result = gen.wait(180)
+    assert gen.figure_box.children == (gen.figure,)
     assert len(result.steps) == 3 and gen.step_slider.max == 2
     assert heatmap_matrix(gen.figure.data[0]).shape[1] == 3
 
@@ -324,11 +326,11 @@ def _patch_inputs(panel, clean=CLEAN, corrupted=CORRUPTED, answer=ANSWER, foil=F
 def test_patch_panel_draws_the_sessions_sweep_and_pair(session):
     panel = PatchPanel(session, key="patch-panel")
     _patch_inputs(panel)
-    assert panel.maps.layout.display == "none"  # no bare axes before a sweep
+    assert panel.maps.children == ()  # no bare axes before a sweep
     before = session.engine_requests
     panel.run_button.click()
     result = panel.wait(300)
-    assert panel.maps.layout.display == "flex"
+    assert panel.maps.children == (panel.figure, panel.pair_figure)
     # The panel's data is the session's: the same sweep asked directly, and the pair's lens.
     expected = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL, key="direct").result(300)
     pair = session.compare(CLEAN, CORRUPTED, ANSWER, FOIL, key="direct-compare").result(120)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from typing import Any, Iterator
 
 #: GiB of KV cache a CPU engine reserves unless the caller set VLLM_CPU_KVCACHE_SPACE:
@@ -198,13 +199,48 @@ def _classes_left_as_found() -> Iterator[None]:
                 cls.__bases__ = bases
 
 
+#: One engine's tree built at a time in a process. A build brings up a process group of
+#: its own and swaps process-wide state (``torch.accelerator.empty_cache``, vLLM's
+#: compile decorator, the classes it decorates), and puts both back when done: two
+#: engines built at once on two threads (two sessions opened together) would find each
+#: other's group ("already initialized") and restore each other's patches. Starting the
+#: engine's processes, the long part, does not hold it (`building`).
+BUILD_LOCK = threading.RLock()
+_building = threading.local()
+
+
+@contextlib.contextmanager
+def building() -> Iterator[None]:
+    """Hold `BUILD_LOCK` on this thread while an engine is constructed; `built` lets it
+    go early, once the tree is built and the process group torn down."""
+    BUILD_LOCK.acquire()
+    _building.held = getattr(_building, "held", 0) + 1
+    try:
+        yield
+    finally:
+        built()
+
+
+def built() -> None:
+    """The tree is built: let other threads build theirs (no-op when not `building`)."""
+    if getattr(_building, "held", 0):
+        _building.held -= 1
+        BUILD_LOCK.release()
+
+
 @contextlib.contextmanager
 def meta_build() -> Iterator[None]:
     """Building the meta tree calls ``torch.accelerator.empty_cache()``, which raises on
     a host without an accelerator; it has nothing to empty there, so it is a no-op
     for the duration of the build. On vLLM's CPU platform its weight-repacking ops
     also need Meta kernels (`_meta_prepack_kernels`). Classes vLLM decorates while
-    building are put back afterwards (`_classes_left_as_found`)."""
+    building are put back afterwards (`_classes_left_as_found`). Builds take turns
+    (`BUILD_LOCK`)."""
+    with BUILD_LOCK:
+        yield from _meta_build()
+
+
+def _meta_build() -> Iterator[None]:
     import torch
 
     if on_cpu():

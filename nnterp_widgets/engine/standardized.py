@@ -9,6 +9,8 @@ on a CPU host only the worker class differs (see `platform`).
 
 from __future__ import annotations
 
+import inspect
+
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,10 @@ TRACE_ONLY = "{name} calls the engine's modules, which run in vLLM's worker: cal
 #: What ``support(step=...)`` says of a step that is not one.
 STEP = "step is a generation step, 0 (the prefill) or more (a decode step); got {step!r}"
 
+#: Seconds ``close`` gives the engine's core process to exit before it is killed. vLLM's
+#: default (5 s) is always spent: the core waits seconds for its workers' teardown and is
+#: killed anyway. Killed sooner, its workers see their parent gone and exit on their own.
+CLOSE_TIMEOUT_S = 1.0
 #: Root value names, in ``support()`` order.
 ROOT_VALUES = (
     "token_embeddings",
@@ -123,22 +129,27 @@ class StandardizedVLLM(VLLM):
         self._tensor_parallel_size = int(vllm_kwargs.get("tensor_parallel_size") or 1)
         platform.prepare_environment(dtype, self._tensor_parallel_size)
         vllm_kwargs = platform.engine_settings(family.mla, vllm_kwargs)
-        super().__init__(
-            name_or_path,
-            dispatch=dispatch,
-            rename=family.rename(),
-            envoys={**parallel_envoys(), **family.envoys(config)},
-            dtype=dtype,
-            gpu_memory_utilization=gpu_memory_utilization,
-            **vllm_kwargs,
-        )
+        with platform.building():  # until the engine's processes start (`_load_sync`)
+            super().__init__(
+                name_or_path,
+                dispatch=dispatch,
+                rename=family.rename(),
+                envoys={**parallel_envoys(), **family.envoys(config)},
+                dtype=dtype,
+                gpu_memory_utilization=gpu_memory_utilization,
+                **vllm_kwargs,
+            )
 
     def close(self) -> None:
         """Shut the engine's processes down; the tree stays, the engine is gone."""
         entry = self.__dict__.get("vllm_entrypoint")
         if entry is not None:
             self.vllm_entrypoint = None
-            entry.llm_engine.engine_core.shutdown()
+            core = entry.llm_engine.engine_core
+            if "timeout" in inspect.signature(core.shutdown).parameters:
+                core.shutdown(timeout=CLOSE_TIMEOUT_S)
+            else:  # pragma: no cover - a vLLM whose client takes no timeout
+                core.shutdown()
 
     @property
     def max_model_len(self) -> int | None:
@@ -180,6 +191,15 @@ class StandardizedVLLM(VLLM):
     def _load_meta(self, repo_id: str, **kwargs: Any):
         with platform.meta_build():
             return super()._load_meta(repo_id, **kwargs)
+
+    # The tree is built and nnsight's process group torn down: another thread may build.
+    def _load_sync(self, repo_id: str, **kwargs: Any):
+        platform.built()
+        return super()._load_sync(repo_id, **kwargs)
+
+    def _load_async(self, repo_id: str, **kwargs: Any):
+        platform.built()
+        return super()._load_async(repo_id, **kwargs)
 
     # -- sizes ---------------------------------------------------------------
 

@@ -82,6 +82,9 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.message = ipywidgets.Label("")
         self.note = ipywidgets.Label(PREFILL_NOTE)
         self.figure = go.FigureWidget()
+        # The figure joins the page when the first generation lands: an empty figure
+        # would draw bare axes, and a view built while hidden may never paint (plotly).
+        self.figure_box = ipywidgets.Box([])
         self.generate_button.on_click(lambda button: self.generate(self.tokens_input.value))
         self.step_slider.observe(self._on_step, "value")
         super().__init__(
@@ -89,7 +92,7 @@ class GenerationView(Asking, ipywidgets.VBox):
                 ipywidgets.HBox([self.tokens_input, self.generate_button, self.step_slider]),
                 self.message,
                 self.note,
-                self.figure,
+                self.figure_box,
             ],
             **kwargs,
         )
@@ -164,6 +167,8 @@ class GenerationView(Asking, ipywidgets.VBox):
                 shape.name = "step"
         if show_figure(self.figure, fig):
             self.figure.data[0].on_click(self._on_click)
+        if not self.figure_box.children:
+            self.figure_box.children = (self.figure,)
 
     def _on_click(self, trace, points, state=None) -> None:
         """Click on a cell: show its step, or with ``pick`` on, pick its top-1 token."""

@@ -92,9 +92,10 @@ class PatchPanel(PlotPanel):
         super().__init__(controls, [self.figure, self.pair_figure], **kwargs)
         # The two maps side by side where the page is wide enough, else one under the other.
         *head, _, _ = self.children
-        # Hidden until the first sweep lands: an empty figure would draw bare axes.
-        beside = ipywidgets.Layout(display="none", flex_flow="row wrap", align_items="flex-start")
-        self.maps = ipywidgets.Box([self.figure, self.pair_figure], layout=beside)
+        # The maps join the page when the first sweep lands: an empty figure would draw
+        # bare axes, and a plotly view built inside a hidden box may never paint.
+        beside = ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")
+        self.maps = ipywidgets.Box([], layout=beside)
         self.children = (*head, self.maps)
         self.run_button.on_click(lambda button: self.run())
         self.observe(self._on_head, "selected_head")
@@ -178,12 +179,13 @@ class PatchPanel(PlotPanel):
         return token, token
 
     def _render(self) -> None:
-        self.maps.layout.display = "flex"
         effect, pair = self._columns()
         if self._show(self.figure, patch_figure(self.result, effect)):
             self.figure.data[0].on_click(self._on_click)
         if self.pair is not None and self._show(self.pair_figure, pair_figure(self.pair, pair)):
             self.pair_figure.data[0].on_click(self._on_click)
+        if not self.maps.children:
+            self.maps.children = (self.figure, self.pair_figure)
 
     def _outline(self) -> None:
         """A new selection: only the outlines change."""

@@ -152,13 +152,18 @@ def test_a_patching_sweep_draws_the_effect_map_with_token_labels(notebook):
     button = explorer.locator("button").filter(has_text="patch").filter(has_not_text="ablat")
     button.scroll_into_view_if_needed()
     button.click()
-    p.wait_for_function(
-        """(root) => [...root.querySelectorAll('.js-plotly-plot')].some(gd =>
-              ((gd._fullLayout.title || {}).text || '').startsWith('patching layer_output'))""",
-        arg=explorer.element_handle(),
-        timeout=SWEEP_S * 1000,
-        polling=500,
-    )
+    try:
+        p.wait_for_function(
+            """(root) => [...root.querySelectorAll('.js-plotly-plot')].some(gd =>
+                  ((gd._fullLayout.title || {}).text || '').startsWith('patching layer_output'))""",
+            arg=explorer.element_handle(),
+            timeout=SWEEP_S * 1000,
+            polling=500,
+        )
+    except sync_api.TimeoutError:  # say what the page and the kernel show instead
+        status = _kernel(p, "[explorer.patching.status_label.value, explorer.patching.result is not None]")
+        titles = [plot["title"] for plot in explorer.evaluate(PLOTS_JS)]
+        pytest.fail(f"no effect map after {SWEEP_S} s: panel status {status}, plots {titles}, page errors {page.errors}")
     clean = _kernel(p, "list(explorer.patching.result.clean.texts)")
     plot = _plot(explorer, "patching layer_output")
     assert plot["types"] == ["heatmap"]
