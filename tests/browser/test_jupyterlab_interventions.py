@@ -163,7 +163,9 @@ def test_a_patching_sweep_draws_the_effect_map_with_token_labels(notebook):
     except sync_api.TimeoutError:  # say what the page and the kernel show instead
         status = _kernel(p, "[explorer.patching.status_label.value, explorer.patching.result is not None]")
         titles = [plot["title"] for plot in explorer.evaluate(PLOTS_JS)]
-        pytest.fail(f"no effect map after {SWEEP_S} s: panel status {status}, plots {titles}, page errors {page.errors}")
+        pytest.fail(
+            f"no effect map after {SWEEP_S} s: panel status {status}, plots {titles}, page errors {page.errors}"
+        )
     clean = _kernel(p, "list(explorer.patching.result.clean.texts)")
     plot = _plot(explorer, "patching layer_output")
     assert plot["types"] == ["heatmap"]
