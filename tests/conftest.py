@@ -129,13 +129,38 @@ def engine_factory():
         engine.close()
 
 
-@pytest.fixture(scope="module", params=["qwen2", "gpt2"])
+@pytest.fixture(scope="session", params=["qwen2", "gpt2"])
 def engine(request):
-    """A gated fused-pair model (qwen2), then a plain-stream one (gpt2); one open at a time."""
+    """A gated fused-pair model (qwen2), then a plain-stream one (gpt2); one open at a time.
+    Session-scoped: the modules that use it (engine core, interior) run their tests on
+    one qwen2 engine, then on one gpt2 engine, instead of opening both each. pytest
+    closes the first when the second is asked for; the last is closed after the last
+    test that uses it (`pytest_runtest_teardown`), not left idling to the session's end."""
     model = open_engine(request.param)
     model.family_name = request.param
+    _SHARED.append(model)
     yield model
     model.close()
+
+
+#: The shared `engine` fixture's engines (closing one twice is harmless).
+_SHARED: list = []
+
+
+def _uses_shared_engine(item) -> bool:
+    """Whether ``item`` uses this file's `engine` (a module's own ``engine`` is defined in
+    the module, whose id ends in ``.py``)."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.get("engine") if info is not None else None
+    return bool(defs) and not defs[-1].baseid.endswith(".py")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    if _uses_shared_engine(item) and (nextitem is None or not _uses_shared_engine(nextitem)):
+        while _SHARED:
+            _SHARED.pop().close()
 
 
 def open_session(family: str, max_model_len: int = 64):

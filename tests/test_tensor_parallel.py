@@ -11,6 +11,7 @@ opens one engine per size; a split engine takes both cores, so run this module a
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 
 import pytest
@@ -31,18 +32,31 @@ GREEDY = dict(temperature=0.0, max_tokens=1)
 SPLIT = 2
 #: Sums over a split dimension are reduced in another order: float32 rounding only.
 TOL = dict(atol=2e-4, rtol=1e-4)
-#: Falcon's tiny checkpoint has one kv head (multi-query), which vLLM replicates on
-#: every worker; it also has ALiBi and a parallel block summed across workers once.
-FAMILIES = ["qwen2", "llama", "gpt2", "falcon"]
+#: One family per way of splitting: qwen2, a gated MLP and kv heads split across the
+#: workers (llama splits the same way, in the same shape: left out for the suite's time);
+#: gpt2, one fused qkv projection and as many kv heads as heads; falcon, one kv head
+#: (multi-query) that vLLM replicates on every worker, ALiBi, and a parallel block
+#: summed across workers once.
+FAMILIES = ["qwen2", "gpt2", "falcon"]
 
 
 @pytest.fixture(scope="module", params=FAMILIES)
 def engines(request):
-    """The family's checkpoint at 1 and at `SPLIT` workers."""
-    opened = {}
+    """The family's checkpoint at 1 and at `SPLIT` workers, opened at once: a start is
+    mostly processes importing vLLM, one core each, and one engine's start leaves a
+    core idle part of the time."""
+    path = checkpoint(request.param)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        starts = {
+            size: pool.submit(StandardizedVLLM, path, tensor_parallel_size=size, **ENGINE_KWARGS)
+            for size in (1, SPLIT)
+        }
+        concurrent.futures.wait(starts.values())
+    opened = {size: start.result() for size, start in starts.items() if start.exception() is None}
     try:
-        for size in (1, SPLIT):
-            opened[size] = StandardizedVLLM(checkpoint(request.param), tensor_parallel_size=size, **ENGINE_KWARGS)
+        for start in starts.values():
+            if start.exception() is not None:
+                raise start.exception()
         yield opened
     finally:
         for engine in opened.values():
