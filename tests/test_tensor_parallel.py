@@ -48,8 +48,7 @@ def engines(request):
     path = checkpoint(request.param)
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         starts = {
-            size: pool.submit(StandardizedVLLM, path, tensor_parallel_size=size, **ENGINE_KWARGS)
-            for size in (1, SPLIT)
+            size: pool.submit(StandardizedVLLM, path, tensor_parallel_size=size, **ENGINE_KWARGS) for size in (1, SPLIT)
         }
         concurrent.futures.wait(starts.values())
     opened = {size: start.result() for size, start in starts.items() if start.exception() is None}
