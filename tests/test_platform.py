@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 
 import pytest
 import torch
@@ -47,3 +48,36 @@ def test_gpu_host_spawns_and_makes_float32_exact(monkeypatch):
     found = platform.prepare_environment("float32")
     assert found == {**platform.WORKER_START, "VLLM_FLOAT32_MATMUL_PRECISION": "highest"}
     assert os.environ["TRITON_F32_DEFAULT"] == "tf32"
+
+
+def test_one_tree_is_built_at_a_time_but_engine_starts_overlap():
+    """`building` holds other threads' builds off until `built`, not until it ends: the
+    second engine's tree is built while the first engine's processes start."""
+    entered, second_in = threading.Event(), threading.Event()
+    seen = {}
+
+    def second():
+        entered.wait(10)
+        with platform.building():
+            second_in.set()
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    with platform.building():
+        entered.set()
+        seen["while building"] = second_in.wait(0.5)
+        platform.built()  # the tree is built; the (slow) start follows
+        seen["while starting"] = second_in.wait(10)
+    thread.join(10)
+    assert seen == {"while building": False, "while starting": True}
+    free = []  # nothing left held: another thread takes the lock at once
+
+    def take():
+        if platform.BUILD_LOCK.acquire(blocking=False):
+            free.append(True)
+            platform.BUILD_LOCK.release()
+
+    taker = threading.Thread(target=take)
+    taker.start()
+    taker.join(10)
+    assert free == [True]
