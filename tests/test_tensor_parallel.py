@@ -46,16 +46,15 @@ def engines(request):
     mostly processes importing vLLM, one core each, and one engine's start leaves a
     core idle part of the time."""
     path = checkpoint(request.param)
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:  # leaving it waits for both
         starts = {
             size: pool.submit(StandardizedVLLM, path, tensor_parallel_size=size, **ENGINE_KWARGS) for size in (1, SPLIT)
         }
-        concurrent.futures.wait(starts.values())
     opened = {size: start.result() for size, start in starts.items() if start.exception() is None}
+    failed = [start.exception() for start in starts.values() if start.exception() is not None]
     try:
-        for start in starts.values():
-            if start.exception() is not None:
-                raise start.exception()
+        if failed:
+            raise failed[0]
         yield opened
     finally:
         for engine in opened.values():

@@ -10,7 +10,6 @@ on a CPU host only the worker class differs (see `platform`).
 from __future__ import annotations
 
 import inspect
-
 from pathlib import Path
 from typing import Any
 

@@ -82,8 +82,8 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.message = ipywidgets.Label("")
         self.note = ipywidgets.Label(PREFILL_NOTE)
         self.figure = go.FigureWidget()
-        # The figure joins the page when the first generation lands: an empty figure
-        # would draw bare axes, and a view built while hidden may never paint (plotly).
+        # The figure joins the page when the first generation lands: no bare axes before
+        # it, and no plotly view built before it has data.
         self.figure_box = ipywidgets.Box([])
         self.generate_button.on_click(lambda button: self.generate(self.tokens_input.value))
         self.step_slider.observe(self._on_step, "value")

@@ -92,8 +92,8 @@ class PatchPanel(PlotPanel):
         super().__init__(controls, [self.figure, self.pair_figure], **kwargs)
         # The two maps side by side where the page is wide enough, else one under the other.
         *head, _, _ = self.children
-        # The maps join the page when the first sweep lands: an empty figure would draw
-        # bare axes, and a plotly view built inside a hidden box may never paint.
+        # The maps join the page when the first sweep lands: no bare axes before it, and
+        # no plotly view built inside a hidden box (suspected in a CI timeout, not proven).
         beside = ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")
         self.maps = ipywidgets.Box([], layout=beside)
         self.children = (*head, self.maps)
