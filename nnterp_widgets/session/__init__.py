@@ -1,6 +1,8 @@
 """The session layer: owns the engine, serialises and coalesces the widgets' requests."""
 
+from .attribution import Attribution
 from .generation import GenerationError, GenerationResult, GenerationStep, LensModes, Target
+from .heads import HeadRoles
 from .intervention_results import AblationDelta, PairLens, PatchResult
 from .interventions import InterventionError
 from .panels import AttentionPanel, LensPanel, PromptResult, Tokens, ValueSummary
@@ -13,11 +15,13 @@ __all__ = [
     "IDLE",
     "AblationDelta",
     "AttentionPanel",
+    "Attribution",
     "Busy",
     "EngineDied",
     "GenerationError",
     "GenerationResult",
     "GenerationStep",
+    "HeadRoles",
     "InterventionError",
     "LensModes",
     "LensPanel",

@@ -313,7 +313,7 @@ def run_prompt(
             with tracer.invoke(prompt):  # the clean run: one more invoke, not one more request
                 out["clean"] = model.next_token_probs[0].float().cpu()
     ablation = ablation_delta(out["clean"], out["ablated"], heads) if heads else None
-    tokens = _tokens(model, out["input_ids"])
+    tokens = tokens_of(model, out["input_ids"])
     if len(tokens) != count:
         raise ProbeError(f"the engine tokenised the prompt into {len(tokens)} tokens, the kernel into {count}")
     lens = _lens(model, tokens, out["lens"], out["model_top"], start)
@@ -360,7 +360,7 @@ def run_attention(
         for index in range(layer):
             _ablate(model, heads, index)
         out["pattern"] = pattern_payload(model.layers[layer].self_attn.attention_probabilities, block, cut)
-    tokens = _tokens(model, out["input_ids"])
+    tokens = tokens_of(model, out["input_ids"])
     return _attention(tokens, layer, model.num_layers, out["pattern"], block, origin or (0, 0))
 
 
@@ -388,7 +388,7 @@ def run_lens(
             _ablate(model, heads, index)
             out["lens"].append(top_k(model.project_on_vocab(model.layers[index].layer_output[0, start:stop]), k))
         out["model_top"] = top_k(model.logits[0, -1], k)
-    return _lens(model, _tokens(model, out["input_ids"]), out["lens"], out["model_top"], start)
+    return _lens(model, tokens_of(model, out["input_ids"]), out["lens"], out["model_top"], start)
 
 
 def run_value(
@@ -438,7 +438,7 @@ def _numpy(tensor: Any, dtype) -> np.ndarray:
     return np.asarray(tensor).astype(dtype, copy=False)
 
 
-def _tokens(model, input_ids: Any) -> Tokens:
+def tokens_of(model, input_ids: Any) -> Tokens:
     ids = tuple(int(i) for i in _numpy(input_ids, np.int64))
     tokenizer = model.tokenizer
     return Tokens(ids, tuple(tokenizer.decode([i]) for i in ids))

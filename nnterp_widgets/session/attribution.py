@@ -1,0 +1,272 @@
+"""Who wrote the answer: direct logit attribution, one request: `Attribution`.
+
+The last position's stream is a sum: the embedding, then each block's attention and MLP
+contributions (`layer_input + attention_output + mlp_output == layer_output`), and an
+attention contribution is itself a sum over heads, each head's output through its slice
+of the output projection, plus that projection's bias. The final norm with its scale
+frozen at this run is linear in the stream (plus its own bias), and the unembedding is
+linear, so each part's share of logit(answer) - logit(foil) is one dot product, and the
+shares add up to the metric::
+
+    attribution = session.attribute("The Eiffel Tower is in the city of", " Paris", " Rome").result()
+    attribution.top_heads(3)        # [((layer, head), effect), ...], largest effect first
+    attribution.total - attribution.metric   # ~0: the parts add up (float32 rounding)
+
+The frozen norm is found from the norm module itself, not from a formula per family:
+two probes ``±v`` give its gain and bias, a constant probe tells whether it centres
+(LayerNorm) or not (RMSNorm, Gemma's ``1 + w``), and its output on this run's stream
+gives the frozen scale. The unembedding direction is the head's two rows, times the
+logits processor's scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .interventions import InterventionError, one_token
+from .panels import Tokens
+from .probe import check_prompt, tokens_of
+
+#: Why a family's heads cannot be split here: their contribution is a norm's output.
+POST_NORM = (
+    "the attention block's contribution is its post-norm's output (Gemma-2/3, OLMo-2/3), "
+    "which is not linear in the heads: per-head direct effects are not served; the "
+    "block's total is (attention[layer])"
+)
+#: Why: no output projection a head's slice can be cut from.
+NO_OUT_PROJECTION = "the attention block has no single output projection to cut per-head slices from"
+#: Why: under tensor parallelism each worker holds part of the projection and the head.
+SPLIT = "split across workers (tensor_parallel_size > 1): attribution runs on one worker only"
+#: The final logits go through a softcap (Gemma-2): the parts add up to the logits before it.
+SOFTCAP = "the logits are softcapped: the parts add up to the difference of the logits before the softcap"
+SAME_TOKEN = "the answer and the foil are the same token ({text!r}); their logit difference is always 0"
+#: Probe size for the norm: large, so the norm's epsilon is negligible (1e-12 relative).
+PROBE = 1000.0
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Each part's direct effect on ``metric`` = logit(answer) - logit(foil) (or
+    logit(answer) alone) at the last position.
+
+    ``heads[layer, head]``: the head's output through its slice of the output projection,
+    the final norm at this run's scale, the unembedding; NaN on every head where
+    ``heads_reason`` says why they cannot be split (then ``attention[layer]`` holds the
+    block's total). ``attention_bias[layer]``: the output projection's bias;
+    ``attention[layer]``: the whole attention contribution (heads + bias);
+    ``mlps[layer]``; ``embedding``: the stream entering block 0; ``norm_bias``: the final
+    norm's bias; ``head_bias``: the unembedding's. `total` sums the parts.
+    """
+
+    text: str
+    tokens: Tokens
+    answer: int
+    answer_text: str
+    foil: int | None
+    foil_text: str | None
+    metric: float
+    heads: np.ndarray
+    attention_bias: np.ndarray
+    attention: np.ndarray
+    mlps: np.ndarray
+    embedding: float
+    norm_bias: float
+    head_bias: float
+    heads_reason: str | None = None
+    note: str | None = None
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.mlps.shape[0])
+
+    @property
+    def total(self) -> float:
+        """The sum of the parts: equal to ``metric`` up to float32 rounding."""
+        return float(self.embedding + self.attention.sum() + self.mlps.sum() + self.norm_bias + self.head_bias)
+
+    @property
+    def metric_label(self) -> str:
+        if self.foil is None:
+            return f"logit({self.answer_text!r})"
+        return f"logit({self.answer_text!r}) − logit({self.foil_text!r})"
+
+    def top_heads(self, k: int = 5, sign: int = 0) -> list[tuple[tuple[int, int], float]]:
+        """The ``k`` heads of largest effect: by size (``sign=0``), most positive (1) or most negative (-1)."""
+        if self.heads_reason is not None:
+            return []
+        flat = self.heads.ravel()
+        key = np.abs(flat) if sign == 0 else sign * flat
+        order = np.argsort(-key, kind="stable")[:k]
+        width = self.heads.shape[1]
+        return [((int(i) // width, int(i) % width), float(flat[i])) for i in order]
+
+
+def _out_projection(attention_module: torch.nn.Module):
+    """The attention block's one row-parallel output projection (o_proj, c_proj, dense,
+    out_proj: whatever the family calls it), or None."""
+    from vllm.model_executor.layers.linear import RowParallelLinear
+
+    found = [m for m in attention_module.children() if isinstance(m, RowParallelLinear)]
+    return found[0] if len(found) == 1 else None
+
+
+def heads_reason(model) -> str | None:
+    """Why this engine's heads cannot be split for attribution, or None."""
+    for layer in model.layers:
+        attention = layer.self_attn
+        if attention.unavailable_reason("attention_head_outputs") is not None:
+            return attention.unavailable_reason("attention_head_outputs")
+        if getattr(attention, "CONTRIBUTION", None) is not None:
+            return POST_NORM
+        projection = _out_projection(attention._module)
+        if projection is None:
+            return NO_OUT_PROJECTION
+        if getattr(projection, "tp_size", 1) > 1:
+            return SPLIT
+    return None
+
+
+def frozen_norm(norm: torch.nn.Module, stream: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """The final norm at ``stream``'s scale as ``(gain, bias, centres)``: a part ``c``
+    becomes ``gain * (c - mean(c) if centres else c)``, the bias one part of its own.
+    Found from the module's outputs on probes, so any RMSNorm or LayerNorm variant works."""
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        out = norm(x.to(dtype).unsqueeze(0))
+        return (out[0] if isinstance(out, tuple) else out)[0].float()
+
+    weight = next((p for p in norm.parameters()), None)
+    dtype = weight.dtype if weight is not None else stream.dtype
+    size = stream.shape[-1]
+    signs = torch.ones(size, device=stream.device)
+    signs[1::2] = -1.0
+    probe = PROBE * signs
+    plus, minus = run(probe), run(-probe)
+    bias = (plus + minus) / 2
+    direction = (plus - minus) / 2
+    centres = bool((run(torch.full_like(probe, PROBE)) - bias).abs().max() < 1e-3 * direction.abs().max())
+    shaped = probe - probe.mean() if centres else probe
+    gain = direction * shaped.pow(2).mean().sqrt() / shaped  # the gain at unit scale
+    x = stream.float()
+    x = x - x.mean() if centres else x
+    scaled = gain * x
+    out = run(stream.float()) - bias
+    scale = (out @ scaled) / (scaled @ scaled)  # the frozen 1 / rms (or 1 / std) of this run
+    return gain * scale, bias, centres
+
+
+def per_head(projection: torch.nn.Module, outputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``[heads, head_dim]`` head outputs -> each head's share of the projection's output
+    ``[heads, hidden]`` and its bias. Run through the module itself (one row per head,
+    the other heads zeroed, and an all-zero row for the bias), since the CPU backend
+    repacks a linear layer's weight for its own kernel."""
+    count, size = outputs.shape
+    rows = torch.zeros(count + 1, count * size, dtype=outputs.dtype, device=outputs.device)
+    for head in range(count):
+        rows[head, head * size : (head + 1) * size] = outputs[head]
+    result = projection(rows)
+    separate = None
+    if isinstance(result, tuple):
+        result, separate = result[0], result[1]
+    result = result.float()
+    base = result[-1]  # the bias, where the module adds it
+    bias = separate.float() if separate is not None else base
+    return result[:-1] - base, bias
+
+
+def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out: dict) -> None:
+    """Inside a trace: read each part at the last position and reduce it to its effect."""
+    head_module = model.lm_head._module
+    unembed = head_module.weight
+    processor = model.logits_processor._module
+    scale = float(getattr(processor, "scale", 1.0) or 1.0)
+    direction = unembed[answer].float() - (unembed[foil].float() if foil is not None else 0.0)
+    direction = direction * scale
+    head_bias = getattr(head_module, "bias", None) if model.family.head_bias else None
+    out["head_bias"] = (
+        0.0
+        if head_bias is None
+        else float(scale * (head_bias[answer].float() - (head_bias[foil].float() if foil is not None else 0.0)))
+    )
+    parts = [model.layers[0].layer_input[0, -1].float()]
+    heads, biases = [], []
+    for layer in model.layers:
+        attention = layer.self_attn
+        if split_heads:
+            contributions, bias = per_head(_out_projection(attention._module), attention.attention_head_outputs[0, -1])
+            heads.append(contributions)
+            biases.append(bias if bias is not None else torch.zeros_like(parts[0]))
+        parts.append(attention.attention_output[0, -1].float())
+        parts.append(layer.mlp.mlp_output[0, -1].float())
+    stream = model.layers[-1].layer_output[0, -1].float()
+    gain, bias, centres = frozen_norm(model.norm._module, stream)
+    out["norm_bias"] = float(bias @ direction)
+    logits = model.logits[0, -1].float()
+    out["metric"] = float(logits[answer] - (logits[foil] if foil is not None else 0.0))
+    if split_heads:
+        parts = parts + list(torch.cat(heads)) + biases
+    rows = torch.stack(parts)
+    if centres:
+        rows = rows - rows.mean(-1, keepdim=True)
+    out["effects"] = ((rows * gain) @ direction).cpu()
+
+
+def attribute(model, text: str, answer, foil=None) -> Attribution:
+    """One request: the direct effect of every head, MLP and bias on the metric.
+
+    Args:
+        model: the `StandardizedVLLM`.
+        text: the prompt; the metric is read at its last position.
+        answer: a token's id or one token's text.
+        foil: another token (the metric is then logit(answer) - logit(foil)), or None.
+
+    Returns:
+        An `Attribution` whose parts add up to its metric.
+    """
+    check_prompt(model, text)
+    answer_id, answer_text = one_token(model, answer, "answer")
+    foil_id, foil_text = one_token(model, foil, "foil") if foil is not None else (None, None)
+    if foil_id == answer_id:
+        raise InterventionError(SAME_TOKEN.format(text=answer_text))
+    reason = heads_reason(model)
+    layers, heads = model.num_layers, model.num_heads
+    with model.trace(text, temperature=0.0, max_tokens=1):
+        out = dict().save()
+        out["input_ids"] = model.input_ids[0].cpu()
+        direct_effects(model, answer_id, foil_id, reason is None, out)
+    metric = float(out["metric"])
+    effects = out["effects"].double().numpy()
+    embedding, blocks = float(effects[0]), effects[1 : 1 + 2 * layers].reshape(layers, 2)
+    if reason is None:
+        head_grid = effects[1 + 2 * layers : 1 + 2 * layers + layers * heads].reshape(layers, heads)
+        bias = effects[1 + 2 * layers + layers * heads :]
+    else:
+        head_grid, bias = np.full((layers, heads), np.nan), np.zeros(layers)
+    softcap = getattr(model.logits_processor._module, "soft_cap", None)
+    return Attribution(
+        text=text,
+        tokens=tokens_of(model, out["input_ids"]),
+        answer=answer_id,
+        answer_text=answer_text,
+        foil=foil_id,
+        foil_text=foil_text,
+        metric=metric,
+        heads=_frozen(head_grid),
+        attention_bias=_frozen(bias),
+        attention=_frozen(blocks[:, 0]),
+        mlps=_frozen(blocks[:, 1]),
+        embedding=embedding,
+        norm_bias=float(out["norm_bias"]),
+        head_bias=float(out["head_bias"]),
+        heads_reason=reason,
+        note=SOFTCAP if softcap else None,
+    )
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array = np.ascontiguousarray(array, dtype=np.float64)
+    array.setflags(write=False)
+    return array

@@ -1,0 +1,17 @@
+"""The prompts and tokens the tour (notebooks/tour.ipynb) makes its claims about.
+
+`tests/test_trained_model.py` asserts each claim on the trained model with these;
+`tests/test_notebooks.py` checks the tour uses the same ones.
+"""
+
+#: The fact: SmolLM2-135M answers " Paris" (transformers: 0.656).
+CLEAN = "The Eiffel Tower is in the city of"
+#: The same number of tokens (9), another landmark: the model answers " Rome".
+CORRUPTED = "The Colosseum is in the city of"
+ANSWER = " Paris"
+FOIL = " Rome"
+#: Positions of the subject's tokens in CLEAN: ' E', 'iffel', ' Tower'.
+SUBJECT = (1, 2, 3)
+#: A longer prompt for the heads' roles (more queries to average over).
+ROLES_TEXT = "The Eiffel Tower is in the city of Paris, and the Colosseum is in the city of Rome."
+GENERATE = "The capital of France is"
