@@ -30,11 +30,30 @@ REQUEST_TIMEOUT_S = 60
 TARGET_RATIO_4096 = 3.0
 
 
-def bench_checkpoint() -> str:
-    """The 0.5B-shaped checkpoint's path: the project's own bench checkpoint (float32)."""
+def bench_checkpoint(name: str = "qwen2_0.5b") -> str:
+    """The checkpoint's path: ``qwen2_0.5b`` (the project's bench checkpoint, float32),
+    ``llama3.1_8b`` (Llama-3.1-8B's shape, bfloat16, built on the GPU: bench/gpu_build.py)
+    or ``trained`` (the trained model, `checkpoints.trained`)."""
+    if name == "trained":
+        from nnterp_widgets.checkpoints import trained
+
+        return str(trained())
+    if name == "llama3.1_8b":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from gpu_build import build
+
+        return str(build(name, os.environ.get("BENCH_ROOT", "/tmp/bench-checkpoints")))
     from nnterp_widgets.checkpoints import bench_checkpoint as build
 
-    return str(build("qwen2_0.5b"))
+    return str(build(name))
+
+
+def pair_of(tokenizer, tokens: int) -> tuple[str, str]:
+    """Two prompts of ``tokens`` tokens that differ in their second token (a patching pair)."""
+    ids = tokenizer(prompt_of(tokenizer, tokens))["input_ids"][:tokens]
+    other = list(ids)
+    other[1] = tokenizer(" Rome", add_special_tokens=False)["input_ids"][0]
+    return tokenizer.decode(ids), tokenizer.decode(other)
 
 
 def prompt_of(tokenizer, tokens: int) -> str:
@@ -74,7 +93,7 @@ def write(out: Path, meta: dict, rows: list[dict], repeat: int) -> list[str]:
     """``gpu_prompt.json`` and ``.md`` for what is measured so far (a run cut short keeps it)."""
     (out / "gpu_prompt.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     lines = [
-        f"# Prompt request vs raw forward on {meta['device']}, {meta['dtype']}, Qwen2.5-0.5B shape",
+        f"# Prompt request vs raw forward on {meta['device']}, {meta['dtype']}, {meta.get('name', 'Qwen2.5-0.5B shape')}",
         "",
         f"median of {repeat} after one warm-up; engine start {meta['engine_start_s']} s; "
         f"targets: 512 tokens under {TARGET_MS_512} ms, 4,096 under {TARGET_RATIO_4096}x the raw forward",
@@ -95,6 +114,10 @@ def write(out: Path, meta: dict, rows: list[dict], repeat: int) -> list[str]:
             f"| {row['tokens']} | {row['raw_ms']} | {row['prompt_ms']} | {row['ratio']} | "
             f"{row.get('returned_mb', '')} | {row.get('zoom_ms', '')} | {note} |"
         )
+    for extra in ("generate_ms", "patch"):
+        if extra in meta:
+            lines.append(f"\n{extra}: {meta[extra]}")
+    (out / f"gpu_prompt_{meta.get('name', 'qwen2_0.5b')}.md").write_text("\n".join(lines) + "\n")
     (out / "gpu_prompt.md").write_text("\n".join(lines) + "\n")
     return lines
 
@@ -107,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         "--dtype", default="auto", help="engine dtype (auto: the checkpoint's own, float32 for the bench checkpoint)"
     )
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--checkpoint", default="qwen2_0.5b", help="qwen2_0.5b, llama3.1_8b or trained")
+    parser.add_argument("--patch", type=int, default=0, help="also time a patching sweep over this many positions")
+    parser.add_argument("--generate", type=int, default=0, help="also time a generation of this many tokens")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -117,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 
     lengths = [int(n) for n in args.tokens.split(",") if n]
     started = time.monotonic()
-    path = bench_checkpoint()
+    path = bench_checkpoint(args.checkpoint)
     built_s = time.monotonic() - started
     session = Session.open(
         path, progress=False, dtype=args.dtype, max_model_len=max(lengths) + 64, gpu_memory_utilization=0.5
@@ -126,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         "device": getattr(session, "device", None) or ("cuda" if torch.cuda.is_available() else "cpu"),
         "dtype": getattr(session, "dtype", None) or args.dtype,
         "checkpoint": path,
+        "name": args.checkpoint,
         "checkpoint_s": round(built_s, 1),
         "engine_start_s": round(session.start_seconds or 0, 1),
         "repeat": args.repeat,
@@ -164,6 +191,28 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             write(out, meta, rows, args.repeat)
             print(f"[bench] {tokens} tokens: {row}", flush=True)
+        if args.generate:
+            text = "The capital of France is"
+            generated, samples = median_ms(
+                lambda: session.generate(text, args.generate).result(REQUEST_TIMEOUT_S), args.repeat
+            )
+            meta["generate_ms"] = {"tokens": args.generate, "median": round(generated, 1)}
+            print(f"[bench] generate {args.generate} tokens: {generated:.1f} ms", flush=True)
+        if args.patch:
+            clean, corrupted = pair_of(tokenizer, args.patch)
+            if args.checkpoint == "trained":
+                clean, corrupted = "The Eiffel Tower is in the city of", "The Colosseum is in the city of"
+            answer = session.prompt(clean).result(REQUEST_TIMEOUT_S).lens.model_top_ids[0]
+            foil = session.prompt(corrupted).result(REQUEST_TIMEOUT_S).lens.model_top_ids[0]
+            if foil == answer:
+                foil = int(answer) + 1  # random weights may answer both alike: any other token
+            start = time.perf_counter()
+            sweep = session.patch(clean, corrupted, int(answer), int(foil)).result(600)
+            took = time.perf_counter() - start
+            layers, columns = sweep.patched.shape
+            meta["patch"] = {"cells": f"{layers} x {columns}", "requests": sweep.requests, "seconds": round(took, 2)}
+            print(f"[bench] patch {layers} x {columns}: {took:.2f} s in {sweep.requests} requests", flush=True)
+        write(out, meta, rows, args.repeat)
     finally:
         session.close()
     lines = write(out, meta, rows, args.repeat)

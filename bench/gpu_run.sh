@@ -64,6 +64,9 @@ run_part() {  # name seconds log command...
 if want tests; then
   if $PY -c "import pytest" 2>/dev/null; then
     files=(tests/test_platform.py tests/test_engine_core.py tests/test_engine_interior.py tests/test_session.py)
+    if $PY -c "from nnterp_widgets.checkpoints.trained import installed; assert installed()" 2>/dev/null; then
+      files+=(tests/test_trained_model.py)
+    else echo "the trained model's package is missing: tests/test_trained_model.py left out" | tee -a "$SUMMARY"; fi
     if $PY -c "import anywidget, ipywidgets, plotly" 2>/dev/null; then files+=(tests/test_widgets.py)
     else echo "widget stack missing (kit call 4): tests/test_widgets.py left out" | tee -a "$SUMMARY"; fi
     run_part tests "$TESTS_S" "$OUT/tests.log" $PY -m pytest -p no:cacheprovider -v -rfE --device=cuda \

@@ -12,6 +12,7 @@ from .errors import Unavailable
 
 __all__ = [
     "AttentionView",
+    "AttributionPanel",
     "Explorer",
     "LogitLens",
     "ModuleTree",
@@ -27,6 +28,7 @@ _LAZY = {
     "Explorer": "widgets.explorer",
     "ModuleTree": "widgets.tree",
     "AttentionView": "widgets.attention",
+    "AttributionPanel": "widgets.attribution",
     "LogitLens": "widgets.lens",
     "PatchPanel": "widgets.patching",
 }

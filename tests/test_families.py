@@ -16,6 +16,7 @@ compared with the first block's input in transformers.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -248,3 +249,29 @@ def test_sizes(engine, values):
     for i in range(engine.num_layers):
         if values["plan"][i]["neurons"] and not _dense_blocks(engine):
             assert values[("mlp_neurons", i)].shape == (1, tokens, engine.intermediate_size)
+
+
+def test_attribution_matches_transformers_and_adds_up(engine, values):
+    """Direct logit attribution: per head where the family splits its heads (else the
+    reason), per MLP and the embedding, held to transformers' textbook computation, and
+    the parts add up to the metric (to 1e-4 of its size: float32 sums of ~70 parts)."""
+    from nnterp_widgets.session.attribution import NO_OUT_PROJECTION, POST_NORM, attribute
+    from reference import reference_attribution
+
+    logits = values["logits"][0, -1]
+    answer, foil = (int(i) for i in logits.topk(2).indices)
+    got = attribute(engine, PROMPT, answer, foil)
+    scale = max(1.0, abs(got.metric))
+    assert abs(got.total - got.metric) < 1e-4 * scale
+    if got.heads_reason is not None:
+        assert got.heads_reason in (POST_NORM, NO_OUT_PROJECTION) or got.heads_reason in SEED_REASONS, got.heads_reason
+        assert np.isnan(got.heads).all() and got.top_heads() == []
+        return
+    split = got.heads.sum(axis=1) + got.attention_bias
+    np.testing.assert_allclose(split, got.attention, atol=1e-4 * scale)
+    with BUILD_LOCK:  # see not_during_a_build
+        want = reference_attribution(str(engine.args[0]), engine.family_name, PROMPT, answer, foil)
+    np.testing.assert_allclose(got.metric, want["metric"], atol=1e-4 * scale)
+    np.testing.assert_allclose(got.heads, want["heads"], atol=1e-4 * scale)
+    np.testing.assert_allclose(got.mlps, want["mlps"], atol=1e-4 * scale)
+    np.testing.assert_allclose(got.attention, want["attention"], atol=1e-4 * scale)

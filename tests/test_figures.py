@@ -928,3 +928,53 @@ def test_panels_follow_the_page_theme():
     assert lens.figure.layout.template.layout.paper_bgcolor != light
     lens.update(result)  # a new prompt keeps the theme
     assert lens.figure.layout.template.layout.paper_bgcolor == pio.templates["plotly_dark"].layout.paper_bgcolor
+
+
+def _attribution(heads_reason=None):
+    from nnterp_widgets.session.attribution import Attribution
+    from nnterp_widgets.session.panels import Tokens
+
+    heads = np.arange(6, dtype=np.float64).reshape(2, 3) - 2.5
+    if heads_reason:
+        heads = np.full((2, 3), np.nan)
+    return Attribution(
+        text="a <b>",
+        tokens=Tokens((1, 2), ("a", " <b>")),
+        answer=5,
+        answer_text=" <b>",
+        foil=6,
+        foil_text=" Rome",
+        metric=1.5,
+        heads=heads,
+        attention_bias=np.array([0.1, -0.1]),
+        attention=np.array([0.0, 1.0]),
+        mlps=np.array([0.2, 0.3]),
+        embedding=0.1,
+        norm_bias=0.0,
+        head_bias=0.0,
+        heads_reason=heads_reason,
+    )
+
+
+def test_attribution_figure_maps_heads_and_blocks_on_one_scale():
+    from nnterp_widgets.widgets.attribution_figures import attribution_figure
+
+    attribution = _attribution()
+    fig = attribution_figure(attribution, selected=(1, 2))
+    heads, blocks = fig.data
+    np.testing.assert_array_equal(np.asarray(heads.z), attribution.heads)
+    np.testing.assert_array_equal(np.asarray(blocks.z)[:, 0], attribution.mlps)
+    assert heads.zmin == blocks.zmin == -2.5 and heads.zmax == blocks.zmax == 2.5 and heads.zmid == 0
+    assert "<b>" not in fig.layout.title.text  # the answer's text is escaped
+    assert [(s.x0, s.y0) for s in fig.layout.shapes] == [(1.5, 0.5)]
+    assert sorted(attribution.top_heads(2)) == [((0, 0), -2.5), ((1, 2), 2.5)]  # by size
+    assert attribution.top_heads(1, sign=1) == [((1, 2), 2.5)]
+    assert attribution.top_heads(1, sign=-1) == [((0, 0), -2.5)]
+
+
+def test_attribution_figure_says_why_heads_are_not_split():
+    from nnterp_widgets.widgets.attribution_figures import attribution_figure
+
+    fig = attribution_figure(_attribution("post-norm heads"))
+    assert any("post-norm heads" in a.text for a in fig.layout.annotations)
+    assert _attribution("x").top_heads() == []

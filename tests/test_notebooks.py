@@ -92,3 +92,15 @@ def test_notebook_runs(path, kernel_env, tmp_path):
     assert errors == []
     # a notebook that ran produced something: every code cell got an execution count
     assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code" and "".join(c.source).strip())
+
+
+def test_the_tour_makes_its_claims_on_the_tested_prompts():
+    """The tour's claims are asserted in tests/test_trained_model.py on these prompts:
+    the tour must say them about the same ones."""
+    import tour_claims
+
+    source = "".join(
+        "".join(cell["source"]) for cell in json.loads((REPO / "notebooks" / "tour.ipynb").read_text())["cells"]
+    )
+    for name in ("CLEAN", "CORRUPTED", "ANSWER", "FOIL", "ROLES_TEXT", "GENERATE"):
+        assert repr(getattr(tour_claims, name)).strip("'") in source, name

@@ -12,6 +12,8 @@ import json
 import re
 
 import numpy as np
+
+import devices
 import pytest
 
 from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree, PatchPanel
@@ -335,8 +337,8 @@ def test_patch_panel_draws_the_sessions_sweep_and_pair(session):
     expected = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL, key="direct").result(300)
     pair = session.compare(CLEAN, CORRUPTED, ANSWER, FOIL, key="direct-compare").result(120)
     assert session.engine_requests - before == 4  # the sweep and the compare, by the panel then directly
-    np.testing.assert_array_equal(result.patched, expected.patched)
-    np.testing.assert_array_equal(panel.pair.difference, pair.difference)
+    devices.assert_same_run(result.patched, expected.patched)
+    devices.assert_same_run(panel.pair.difference, pair.difference)
     heat = panel.figure.data[0]
     np.testing.assert_array_equal(heatmap_matrix(heat), result.effect.astype(np.float32))
     cells = heatmap_matrix(heat, "customdata")
@@ -553,3 +555,40 @@ def _nodes(node):
     yield node
     for child in node["children"]:
         yield from _nodes(child)
+
+
+def test_attribution_panel_draws_the_sessions_attribution_and_links_the_head(session, explorer):
+    panel = explorer.attribution
+    assert panel.figure not in panel.children  # no bare axes before an attribution
+    panel.answer_box.value, panel.foil_box.value = " Paris", " Rome"
+    before = session.engine_requests
+    panel.run_button.click()
+    shown = panel.wait(120)
+    assert session.engine_requests - before == 1
+    direct = session.attribute(PROMPT, " Paris", " Rome", key="direct-attribute").result(120)
+    devices.assert_same_run(shown.heads, direct.heads)
+    assert panel.figure in panel.children
+    np.testing.assert_allclose(heatmap_matrix(panel.figure.data[0]), shown.heads.astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(heatmap_matrix(panel.figure.data[1])[:, 0], shown.mlps.astype(np.float32), rtol=1e-6)
+    assert "logit(' Paris')" in panel.status_label.value
+    # A click on a head selects it, outlines it, and the attention view shows it.
+    from plotly.callbacks import Points
+
+    panel._on_click(panel.figure.data[0], Points(point_inds=[0], xs=[2], ys=[1], trace_name="t", trace_index=0))
+    assert panel.selected_head == (1, 2)
+    assert (explorer.attention.layer, explorer.attention.head) == (1, 2)
+    assert [s["name"] for s in panel.figure.layout.shapes] == ["selected head"]
+    page = explorer.to_html()
+    assert "Who wrote the answer" in page and "nnw-attribution" in page
+
+
+def test_attribution_panel_shows_a_refusal_then_serves_the_next(session, explorer):
+    panel = explorer.attribution
+    panel.answer_box.value = " Paris is"  # two tokens
+    panel.run()
+    with pytest.raises(InterventionError):
+        panel.wait(60)
+    assert panel.status["state"] == "error" and "exactly one token" in panel.status["message"]
+    panel.answer_box.value = " Paris"
+    panel.run()
+    assert panel.wait(120) is not None and panel.status["state"] == "idle"

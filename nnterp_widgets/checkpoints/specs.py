@@ -74,4 +74,23 @@ BENCH_SPECS: dict[str, TinySpec] = {
         ),
         init_std=0.02,
     ),
+    # Llama-3.1-8B: 32 layers, 32 query / 8 kv heads of 128, hidden 4,096, MLP 14,336,
+    # vocab 128,256, untied head, bfloat16. 16 GB: built on the GPU by bench/gpu_build.py.
+    "llama3.1_8b": TinySpec(
+        "llama",
+        dict(
+            hidden_size=4096,
+            intermediate_size=14336,
+            num_hidden_layers=32,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            head_dim=128,
+            vocab_size=128256,
+            tie_word_embeddings=False,
+            rope_theta=500_000.0,
+            rms_norm_eps=1e-5,
+            max_position_embeddings=131072,
+        ),
+        init_std=0.02,
+    ),
 }

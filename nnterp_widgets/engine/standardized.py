@@ -310,7 +310,7 @@ class StandardizedVLLM(VLLM):
             raise RuntimeError(TRACE_ONLY.format(name="project_on_vocab"))
         leading = hidden.shape[:-1]
         flat = hidden.reshape(-1, hidden.shape[-1])
-        head = self.lm_head._module
+        head = self.unembedding()
         weight = getattr(head, "weight", None)
         if isinstance(weight, torch.Tensor) and weight.is_floating_point():  # either device, any float dtype
             flat = matching(flat, weight)
@@ -320,6 +320,15 @@ class StandardizedVLLM(VLLM):
         bias = getattr(head, "bias", None) if self._family.head_bias else None
         logits = self.logits_processor(head, normed, bias)
         return logits.reshape(*leading, logits.shape[-1])
+
+    def unembedding(self) -> torch.nn.Module:
+        """The module whose weight the logits processor projects with: ``lm_head``, or,
+        where vLLM keeps no ``lm_head`` module because the head is tied (Gemma on vLLM
+        0.26, whose logits processor is handed ``embed_tokens`` itself), the embedding."""
+        try:
+            return self.lm_head._module
+        except AttributeError:
+            return self.embed_tokens._module
 
     def get_topk_closest_tokens(self, hidden: torch.Tensor, k: int = 10) -> torch.Tensor:
         """Ids of the ``k`` tokens the lens of ``hidden`` ranks highest, ``[..., k]``.

@@ -179,7 +179,7 @@ def per_head(projection: torch.nn.Module, outputs: torch.Tensor) -> tuple[torch.
 
 def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out: dict) -> None:
     """Inside a trace: read each part at the last position and reduce it to its effect."""
-    head_module = model.lm_head._module
+    head_module = model.unembedding()
     unembed = head_module.weight
     processor = model.logits_processor._module
     scale = float(getattr(processor, "scale", 1.0) or 1.0)

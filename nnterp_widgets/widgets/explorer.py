@@ -21,6 +21,7 @@ import traitlets
 
 from ..session import PromptResult, Session, State, Status, Superseded
 from .attention import AttentionView
+from .attribution import AttributionPanel
 from .follow import FollowControl
 from .generation import GenerationView
 from .lens import LogitLens
@@ -30,13 +31,14 @@ from .tree import ModuleTree
 
 _ids = itertools.count()
 
-DEFAULT_PROMPT = "The Eiffel Tower is in"
+DEFAULT_PROMPT = "The Eiffel Tower is in the city of"
 #: The value whose availability the attention view reports per step.
 PATTERN = "self_attn.attention_probabilities"
 
 
 class Explorer(widgets.VBox):
-    """``Explorer(session=None, prompt="The Eiffel Tower is in")``."""
+    """``Explorer(session=None, prompt="The Eiffel Tower is in the city of")``: on the
+    session's model (the trained model by default, `Session.open()`)."""
 
     selected_token = traitlets.Int(-1)
 
@@ -70,6 +72,10 @@ class Explorer(widgets.VBox):
         self.patching = PatchPanel(self.session, key=f"{self._key}-patch")
         traitlets.link((self, "selected_token"), (self.patching, "selected_token"))
         traitlets.dlink((self.tree, "theme"), (self.patching, "theme"))
+        # Asks nothing until "attribute" is pressed; a click on a head shows it in the attention view.
+        self.attribution = AttributionPanel(self.session, lambda: self.prompt_box.value, key=f"{self._key}-attribute")
+        traitlets.dlink((self.tree, "theme"), (self.attribution, "theme"))
+        self.attribution.observe(self._on_attributed_head, "selected_head")
         self.follow = FollowControl(
             self.session, lambda: self.prompt_box.value, self.lens, self.generation, key=f"{self._key}-follow"
         )
@@ -93,6 +99,8 @@ class Explorer(widgets.VBox):
                 self.follow,
                 self.lens,
                 self.generation,
+                widgets.HTML("<b>Who wrote the answer</b> (direct logit attribution)"),
+                self.attribution,
                 widgets.HTML("<b>Activation patching</b>"),
                 self.patching,
             ],
@@ -238,6 +246,13 @@ class Explorer(widgets.VBox):
         if not self._closed and status.state is not State.IDLE:
             self._set_status(status.state, status.message)
 
+    def _on_attributed_head(self, change) -> None:
+        """A head clicked in the attribution map: the attention view shows it."""
+        if len(change["new"]) == 2:
+            layer, head = change["new"]
+            self.attention.layer = layer
+            self.attention.head = head
+
     def close(self) -> None:
         """Unsubscribe from the session and close every panel; an answer on its way is dropped."""
         self._closed = True
@@ -251,7 +266,8 @@ class Explorer(widgets.VBox):
         The prompt's module tree (shapes, greyed values with their reasons as tooltips,
         on the generation step shown), the attention heatmap of the chosen layer / head as
         shown (a zoom window when zoomed) and the logit lens, with the selected token
-        outlined; the patching panel's sweep, once one has run; and the generation, when
+        outlined; the patching panel's sweep, once one has run; the attribution map, once
+        one has run; and the generation, when
         one is shown (its tokens, the per-step lens with the step outlined, each step's
         availability). Raises ``RuntimeError`` before a prompt has landed.
         """
@@ -274,4 +290,6 @@ class Explorer(widgets.VBox):
             pair=self.patching.pair,
             generation=self.generation.result,
             step=self.generation.step if self.generation.result is not None else None,
+            attribution=self.attribution.attribution,
+            attribution_head=tuple(self.attribution.selected_head) or None,
         )

@@ -25,10 +25,12 @@ from pathlib import Path
 
 import plotly.io as pio
 
+from ..session.attribution import Attribution
 from ..session.generation import GenerationResult
 from ..session.intervention_results import PairLens, PatchResult
 from ..session.panels import AttentionPanel, LensPanel, PromptResult
 from .assets import JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM
+from .attribution_figures import attribution_figure
 from .figures import attention_figure, lens_figure
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .patch_figures import pair_figure, patch_figure
@@ -110,12 +112,15 @@ def export_html(
     step: int | None = None,
     patch: PatchResult | None = None,
     pair: PairLens | None = None,
+    attribution: Attribution | None = None,
+    attribution_head: tuple[int, int] | None = None,
 ) -> str:
     """The page for ``result``: its tree, head ``head`` of ``attention`` (a layer's panel;
     the result's own by default, which ``layer`` must then name if given), ``lens`` (the
     result's window by default), `generation_section` of ``generation`` at ``step``
     when given, and `patch_section` of a patching sweep ``patch`` (and its ``pair``)
-    when given, with ``selected_token`` outlined there too.
+    when given, with ``selected_token`` outlined there too, and `attribution_section` of
+    ``attribution`` (with ``attribution_head`` outlined) when given.
 
     ``selected``, ``preview`` and ``preview_data`` are the ModuleTree's (what its preview
     pane shows). Written to ``path`` (UTF-8) when given; the text is returned either way.
@@ -154,6 +159,8 @@ def export_html(
         body.append(generation_section(generation, step, plotlyjs=False))
     if patch is not None:  # the selection is a token: no column of a per-head map
         body.append(patch_section(patch, pair, -1 if patch.per_head else selected_token, plotlyjs=False))
+    if attribution is not None:
+        body.append(attribution_section(attribution, attribution_head, plotlyjs=False))
     head = [f"<style>{MODULE_TREE_CSS.read_text(encoding='utf-8')}</style>"]
     return _page(title, result.prompt, head, body, path)
 
@@ -264,6 +271,27 @@ def export_generation_html(
     """A page of one generation (`generation_section`); written to ``path`` when given."""
     body = [f'<p class="meta">prompt <code>{_e(result.prompt)}</code></p>', generation_section(result, step)]
     return _page(title, result.prompt, [], body, path)
+
+
+def attribution_section(
+    attribution: Attribution, selected: tuple[int, int] | None = None, *, plotlyjs: bool = True
+) -> str:
+    """Direct logit attribution as HTML: the metric, the largest heads, and the map
+    (`attribution_figure`) with ``selected`` outlined."""
+    top = ", ".join(f"layers[{l}] head {h} {e:+.3f}" for (l, h), e in attribution.top_heads(3))
+    facts = (
+        f"prompt <code>{_e(attribution.text)}</code> · {_e(attribution.metric_label)} = "
+        f"{attribution.metric:.4f} · parts sum to {attribution.total:.4f}"
+        + (f" · largest heads: {_e(top)}" if top else f" · {_e(attribution.heads_reason or '')}")
+    )
+    figures = [("attribution", attribution_figure(attribution, selected))]
+    return "\n".join(
+        [
+            "<h2>Who wrote the answer</h2>",
+            f'<p class="meta">{facts}</p>',
+            f'<div class="figures">{"".join(_plots(figures, plotlyjs))}</div>',
+        ]
+    )
 
 
 def patch_section(

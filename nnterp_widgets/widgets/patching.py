@@ -33,8 +33,8 @@ from .plot_panel import PlotPanel, clicked
 
 __all__ = ["DEFAULT_PAIR", "PatchPanel"]
 
-#: A factual-recall pair of one token count on the tiny checkpoints: (clean, corrupted, answer, foil).
-DEFAULT_PAIR = ("The Eiffel Tower is in", "The Colosseum Tower is in", " Paris", " Rome")
+#: A factual-recall pair of one token count (9 on the trained model), (clean, corrupted, answer, foil).
+DEFAULT_PAIR = ("The Eiffel Tower is in the city of", "The Colosseum is in the city of", " Paris", " Rome")
 
 
 def _box(value: str, description: str, width: str) -> ipywidgets.Text:

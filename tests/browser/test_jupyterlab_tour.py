@@ -53,7 +53,7 @@ NEW_PROMPT = "The Colosseum is in Rome"
 GATED_REASON = "a gated MLP on vLLM"
 
 SERVER_START_S = 90
-RUN_ALL_S = 300  # engine start (~30 s) + every cell; generous for a loaded 2-core machine
+RUN_ALL_S = 480  # the trained model: engine start (~45 s), a 270-cell patching sweep (~17 s), every cell; generous for a loaded 2-core machine
 PROMPT_S = 90  # one prompt: one engine request, then the panels redraw
 STEP_MS = 30_000  # any other single wait
 

@@ -1,0 +1,134 @@
+"""The trained model (SmolLM2-135M, 30 layers, vocab 49,152) on the CPU engine.
+
+    python bench/trained.py
+
+One session on `checkpoints.trained()`. Per prompt length (16, 128, 512 tokens):
+
+* the explorer's prompt request (`session.prompt`: the tokens, the lens over the last 32
+  positions, one layer's pattern) against two floors on the same engine, in the same run:
+  the raw forward (one trace saving the logits) and the raw forward plus the lens's own
+  arithmetic (per layer: the final norm and the vocabulary projection of the window's
+  positions, softmax and top-5: layers x window x hidden x vocab multiply-adds);
+* the attribution request (`session.attribute`) against the prompt request.
+
+And a patching sweep (`session.patch`, 30 layers x 9 positions of the tour's pair)
+against the batched forward of as many prompts (the corrupted prompt as one invoke each,
+in requests of `PATCH_INVOKES`, saving the answer's and foil's logits).
+Targets (issue 22/23): prompt within 1.5x the second floor and under 1 s at 16 tokens;
+attribution within 1.5x the prompt request; the sweep within 2x its floor.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+
+from common import ENGINE_KWARGS, median_seconds, report
+
+LENGTHS = (16, 128, 512)
+LENS_WINDOW = 32
+CLEAN = "The Eiffel Tower is in the city of"
+CORRUPTED = "The Colosseum is in the city of"
+
+
+def text_of(tokenizer, tokens: int) -> str:
+    words = "The Eiffel Tower is in the city of Paris, and the Colosseum is in the city of Rome. "
+    text = words * (tokens // 8 + 2)
+    ids = tokenizer(text)["input_ids"][:tokens]
+    return tokenizer.decode(ids)
+
+
+def raw_forward(text: str):
+    def run(model):
+        with model.trace(text, temperature=0.0, max_tokens=1):
+            logits = model.logits.cpu().save()
+        return logits
+
+    return run
+
+
+def forward_and_lens(text: str, window: int):
+    def run(model):
+        with model.trace(text, temperature=0.0, max_tokens=1):
+            out = list().save()
+            for layer in model.layers:
+                stream = layer.layer_output[0, -window:]
+                top = torch.softmax(model.project_on_vocab(stream).float(), -1).topk(5)
+                out.append((top.values.cpu(), top.indices.cpu()))
+            out.append(model.logits.cpu())
+        return out
+
+    return run
+
+
+def batched_forward(prompt: str, count: int, pair: list[int], chunk: int):
+    def run(model):
+        rows = []
+        for start in range(0, count, chunk):
+            with model.trace(temperature=0.0, max_tokens=1) as tracer:
+                got = list().save()
+                for _ in range(min(chunk, count - start)):
+                    with tracer.invoke(prompt):
+                        got.append(model.logits[0, -1, pair])
+            rows.extend(got)
+        return rows
+
+    return run
+
+
+def main() -> str:
+    from nnterp_widgets.checkpoints import trained
+    from nnterp_widgets.session import Session
+    from nnterp_widgets.session.interventions import PATCH_INVOKES
+
+    session = Session.open(trained(), progress=False, max_model_len=1024, **ENGINE_KWARGS).wait()
+    tokenizer = session.tokenizer()
+    rows = []
+
+    def timed(fn, repeat=5):
+        return median_seconds(fn, repeat=repeat, warmup=1)
+
+    for tokens in LENGTHS:
+        text = text_of(tokenizer, tokens)
+        repeat = 5 if tokens <= 128 else 3
+        forward = timed(lambda: session.request("forward", raw_forward(text)).result(), repeat)
+        lens = timed(lambda: session.request("lens", forward_and_lens(text, min(LENS_WINDOW, tokens))).result(), repeat)
+        # A new prompt each time: the session caches what it answered.
+        prompt = timed(lambda: session.prompt(text + " " * 0).result(), repeat)
+        attribution = timed(lambda: session.attribute(text, " Paris", " Rome").result(), repeat)
+        rows += [
+            (f"{tokens} tokens: raw forward (logits)", f"{forward * 1e3:.0f} ms"),
+            (f"{tokens} tokens: forward + lens arithmetic", f"{lens * 1e3:.0f} ms"),
+            (f"{tokens} tokens: prompt request", f"{prompt * 1e3:.0f} ms"),
+            (f"{tokens} tokens: prompt / forward", f"{prompt / forward:.2f}"),
+            (f"{tokens} tokens: prompt / (forward + lens)", f"{prompt / lens:.2f}"),
+            (f"{tokens} tokens: attribution request", f"{attribution * 1e3:.0f} ms"),
+            (f"{tokens} tokens: attribution / prompt", f"{attribution / prompt:.2f}"),
+        ]
+    pair = [
+        tokenizer(" Paris", add_special_tokens=False)["input_ids"][0],
+        tokenizer(" Rome", add_special_tokens=False)["input_ids"][0],
+    ]
+    cells = session.describe(len(tokenizer(CLEAN)["input_ids"]))  # warm the description
+    del cells
+    count = 30 * len(tokenizer(CLEAN)["input_ids"])
+    start = time.perf_counter()
+    sweep = session.patch(CLEAN, CORRUPTED, " Paris", " Rome").result()
+    sweep_s = time.perf_counter() - start
+    start = time.perf_counter()
+    session.request("batched", batched_forward(CORRUPTED, count, pair, PATCH_INVOKES)).result()
+    floor_s = time.perf_counter() - start
+    layers, columns = sweep.patched.shape
+    rows += [
+        (f"patching sweep {layers} x {columns} ({sweep.requests} requests)", f"{sweep_s:.1f} s"),
+        (f"batched forward of {count} prompts", f"{floor_s:.1f} s"),
+        ("sweep / batched forward", f"{sweep_s / floor_s:.2f}"),
+    ]
+    session.close()
+    return report("The trained model (SmolLM2-135M) on the CPU engine", rows)
+
+
+if __name__ == "__main__":
+    sys.exit(print(main()) and 0)

@@ -1,0 +1,117 @@
+"""`AttributionPanel`: which heads and MLPs wrote the answer (direct logit attribution).
+
+State and rendering only. "attribute" asks the session for one `Attribution` of the
+prompt (the explorer's, or the panel's own box) toward ``answer`` against ``foil``
+(`Session.attribute`, one engine request) and draws it with `attribution_figure`. A
+click on a head selects it (``selected_head``, a ``(layer, head)`` pair); the explorer
+shows that head in its attention view. A refused request (an answer that is not one
+token, an empty prompt) shows the session's message and the next one is served.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import ipywidgets
+import plotly.graph_objects as go
+import traitlets
+
+from ..session import Attribution, Session
+from .attribution_figures import attribution_figure
+from .lifecycle import Asking
+from .plot_panel import PlotPanel, clicked
+
+__all__ = ["AttributionPanel"]
+
+
+class AttributionPanel(Asking, PlotPanel):
+    """``AttributionPanel(session, prompt, answer=" Paris", foil=" Rome")``.
+
+    ``prompt``: the text, or a function returning it (the explorer passes its prompt
+    box's). ``foil`` empty: the metric is logit(answer) alone.
+    """
+
+    #: The head outlined and shown in the explorer's attention view: ``(layer, head)`` or ``()``.
+    selected_head = traitlets.Tuple()
+
+    def __init__(
+        self,
+        session: Session,
+        prompt: str | Callable[[], str],
+        answer: str = " Paris",
+        foil: str = " Rome",
+        *,
+        key: str = "attribute",
+        **kwargs: Any,
+    ) -> None:
+        self.session = session
+        self.key = key
+        self._prompt = prompt if callable(prompt) else (lambda: prompt)
+        self.attribution: Attribution | None = None
+        self._init_asking()
+        self.answer_box = ipywidgets.Text(value=answer, description="answer", layout=ipywidgets.Layout(width="220px"))
+        self.foil_box = ipywidgets.Text(value=foil, description="foil", layout=ipywidgets.Layout(width="220px"))
+        self.run_button = ipywidgets.Button(
+            description="attribute", tooltip="each head's and MLP's direct effect on the answer's logit"
+        )
+        self.figure = go.FigureWidget()
+        super().__init__([ipywidgets.HBox([self.answer_box, self.foil_box, self.run_button])], [], **kwargs)
+        self.run_button.on_click(lambda button: self.run())
+        self.observe(lambda change: self._outline(), "selected_head")
+
+    def run(self) -> None:
+        """Ask for the attribution of the prompt toward the boxes' answer and foil: one request."""
+        self._asked += 1
+        asked = self._asked
+        self._idle.clear()
+        self._error = None
+        self.set_status("busy", "attributing")
+        try:
+            future = self.session.attribute(
+                self._prompt(), self.answer_box.value, self.foil_box.value or None, key=self.key
+            )
+        except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
+            self._failed(error)
+            return
+        self._future = (asked, future)
+        future.add_done_callback(lambda done: self._kernel.call(self._land, asked, done))
+
+    def wait(self, timeout: float | None = 300) -> Attribution | None:
+        """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
+        self._wait_shown(timeout, "attribution")
+        return self.attribution
+
+    def _land(self, asked: int, future) -> None:
+        attribution = self._take(asked, future)
+        if attribution is None:
+            return
+        self.attribution = attribution
+        self._render()
+        (top, effect), *_ = attribution.top_heads(1) or [((None, None), 0.0)]
+        best = f" · largest head: layers[{top[0]}] head {top[1]} ({effect:+.3f})" if top[0] is not None else ""
+        note = f" · {attribution.note}" if attribution.note else ""
+        self.set_status("idle", f"{attribution.metric_label} = {attribution.metric:.4f}{best}{note}")
+        self._idle.set()
+
+    def _failed(self, error: BaseException) -> None:
+        self._error = error
+        self.set_status("error", f"{type(error).__name__}: {error}")
+        self._idle.set()
+
+    def _selected(self) -> tuple[int, int] | None:
+        return tuple(self.selected_head) if len(self.selected_head) == 2 else None
+
+    def _render(self) -> None:
+        if self._show(self.figure, attribution_figure(self.attribution, self._selected())):
+            self.figure.data[0].on_click(self._on_click)
+        if self.figure not in self.children:
+            self.children = (*self.children, self.figure)  # joins the page with its first answer
+
+    def _outline(self) -> None:
+        if self.attribution is not None:
+            self._render()
+
+    def _on_click(self, trace, points, state=None) -> None:
+        head, layer = clicked(points, "x"), clicked(points, "y")
+        if head is not None and layer is not None:
+            self.selected_head = (layer, head)
