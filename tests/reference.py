@@ -313,7 +313,13 @@ def _capture_fused(names, attentions, index_of, found):
 
 #: Where transformers keeps a block's attention output projection and the final norm.
 OUT_PROJECTIONS = ("o_proj", "c_proj", "dense", "out_proj")
-FINAL_NORMS = ("model.norm", "transformer.ln_f", "transformer.norm_f", "gpt_neox.final_layer_norm")
+FINAL_NORMS = (
+    "model.norm",
+    "model.final_layernorm",
+    "transformer.ln_f",
+    "transformer.norm_f",
+    "gpt_neox.final_layer_norm",
+)
 
 
 def _linear_weight(module: torch.nn.Module) -> torch.Tensor:

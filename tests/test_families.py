@@ -263,6 +263,9 @@ def test_attribution_matches_transformers_and_adds_up(engine, values):
     got = attribute(engine, PROMPT, answer, foil)
     scale = max(1.0, abs(got.metric))
     assert abs(got.total - got.metric) < 1e-4 * scale
+    assert abs(got.capped_metric - float(logits[answer] - logits[foil])) < 1e-4 * scale
+    if got.note is None:  # no softcap: the metric is the sampler's logit difference
+        assert abs(got.metric - got.capped_metric) < 1e-4 * scale
     if got.heads_reason is not None:
         assert got.heads_reason in (POST_NORM, NO_OUT_PROJECTION) or got.heads_reason in SEED_REASONS, got.heads_reason
         assert np.isnan(got.heads).all() and got.top_heads() == []

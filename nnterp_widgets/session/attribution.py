@@ -40,8 +40,11 @@ POST_NORM = (
 NO_OUT_PROJECTION = "the attention block has no single output projection to cut per-head slices from"
 #: Why: under tensor parallelism each worker holds part of the projection and the head.
 SPLIT = "split across workers (tensor_parallel_size > 1): attribution runs on one worker only"
-#: The final logits go through a softcap (Gemma-2): the parts add up to the logits before it.
-SOFTCAP = "the logits are softcapped: the parts add up to the difference of the logits before the softcap"
+#: The final logits go through a softcap (Gemma-2): the metric is taken before it.
+SOFTCAP = (
+    "the logits are softcapped: the metric (and its parts) is the logit difference before the "
+    "softcap; capped_metric is the one after it"
+)
 SAME_TOKEN = "the answer and the foil are the same token ({text!r}); their logit difference is always 0"
 #: Probe size for the norm: large, so the norm's epsilon is negligible (1e-12 relative).
 PROBE = 1000.0
@@ -77,6 +80,7 @@ class Attribution:
     head_bias: float
     heads_reason: str | None = None
     note: str | None = None
+    capped_metric: float | None = None
 
     @property
     def num_layers(self) -> int:
@@ -129,17 +133,22 @@ def heads_reason(model) -> str | None:
     return None
 
 
+def norm_output(norm: torch.nn.Module, stream: torch.Tensor) -> torch.Tensor:
+    """The norm module on one stream vector ``[hidden]``, in the norm's dtype, as float32."""
+    weight = next((p for p in norm.parameters()), None)
+    dtype = weight.dtype if weight is not None else stream.dtype
+    out = norm(stream.to(dtype).unsqueeze(0))
+    return (out[0] if isinstance(out, tuple) else out)[0].float()
+
+
 def frozen_norm(norm: torch.nn.Module, stream: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, bool]:
     """The final norm at ``stream``'s scale as ``(gain, bias, centres)``: a part ``c``
     becomes ``gain * (c - mean(c) if centres else c)``, the bias one part of its own.
     Found from the module's outputs on probes, so any RMSNorm or LayerNorm variant works."""
 
     def run(x: torch.Tensor) -> torch.Tensor:
-        out = norm(x.to(dtype).unsqueeze(0))
-        return (out[0] if isinstance(out, tuple) else out)[0].float()
+        return norm_output(norm, x)
 
-    weight = next((p for p in norm.parameters()), None)
-    dtype = weight.dtype if weight is not None else stream.dtype
     size = stream.shape[-1]
     signs = torch.ones(size, device=stream.device)
     signs[1::2] = -1.0
@@ -205,7 +214,10 @@ def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out:
     gain, bias, centres = frozen_norm(model.norm._module, stream)
     out["norm_bias"] = float(bias @ direction)
     logits = model.logits[0, -1].float()
-    out["metric"] = float(logits[answer] - (logits[foil] if foil is not None else 0.0))
+    out["capped"] = float(logits[answer] - (logits[foil] if foil is not None else 0.0))
+    # Before any softcap: the final norm's output on the unembedding direction.
+    normed = norm_output(model.norm._module, stream)
+    out["metric"] = float(normed @ direction) + out["head_bias"]
     if split_heads:
         parts = parts + list(torch.cat(heads)) + biases
     rows = torch.stack(parts)
@@ -237,7 +249,8 @@ def attribute(model, text: str, answer, foil=None) -> Attribution:
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         direct_effects(model, answer_id, foil_id, reason is None, out)
-    metric = float(out["metric"])
+    softcap = getattr(model.logits_processor._module, "soft_cap", None)
+    metric, capped = float(out["metric"]), float(out["capped"])
     effects = out["effects"].double().numpy()
     embedding, blocks = float(effects[0]), effects[1 : 1 + 2 * layers].reshape(layers, 2)
     if reason is None:
@@ -245,7 +258,6 @@ def attribute(model, text: str, answer, foil=None) -> Attribution:
         bias = effects[1 + 2 * layers + layers * heads :]
     else:
         head_grid, bias = np.full((layers, heads), np.nan), np.zeros(layers)
-    softcap = getattr(model.logits_processor._module, "soft_cap", None)
     return Attribution(
         text=text,
         tokens=tokens_of(model, out["input_ids"]),
@@ -263,6 +275,7 @@ def attribute(model, text: str, answer, foil=None) -> Attribution:
         head_bias=float(out["head_bias"]),
         heads_reason=reason,
         note=SOFTCAP if softcap else None,
+        capped_metric=capped,
     )
 
 

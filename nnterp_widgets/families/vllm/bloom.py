@@ -3,7 +3,7 @@
 from ...checkpoints.specs import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
-from .base import Family
+from .base import AVX2, H200, Family
 from .testing import HFNames
 
 
@@ -25,6 +25,7 @@ def _exact_gelu(model) -> None:
 
 FAMILY = Family(
     "bloom",
+    verified_on=(AVX2, H200),
     layers="transformer.h",
     embed="transformer.word_embeddings",
     norm="transformer.ln_f",

@@ -13,7 +13,7 @@ from ...components.vllm.attention import INTERIOR
 from ...components.vllm.layer import StandardEnvoy, _contribution, _tensor_out, _tensor_out_back
 from ...components.vllm.mlp import GatedMLP, RoutedMLP
 from ...components.vllm.values import StandardValue, unavailable
-from .base import Family
+from .base import AVX2, H200, Family
 from .testing import LLAMA_NAMES
 
 #: Why DeepSeek's attention serves nothing inside its output.
@@ -106,6 +106,7 @@ DEEPSEEK_NOTES = (
 
 FAMILY = Family(
     "deepseek_v2",
+    verified_on=(AVX2, H200),
     attention_cls=LatentAttention,
     mlp_cls=RoutedMLP,
     block_overrides=dense_overrides,

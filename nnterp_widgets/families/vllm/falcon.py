@@ -14,7 +14,7 @@ from ...components.vllm.attention import Attention
 from ...components.vllm.layer import PlainLayer, _contribution, share_of_sum, whole_sum
 from ...components.vllm.mlp import PlainMLP
 from ...components.vllm.values import StandardValue, batched, unbatched
-from .base import Family
+from .base import AVX2, H200, Family
 from .testing import HFNames
 
 
@@ -44,6 +44,7 @@ def _kv_heads(config) -> int:
 
 FAMILY = Family(
     "falcon",
+    verified_on=(AVX2, H200),
     layers="transformer.h",
     embed="transformer.word_embeddings",
     norm="transformer.ln_f",

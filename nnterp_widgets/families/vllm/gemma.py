@@ -1,7 +1,7 @@
 """Gemma: fused pair, gated tanh-GELU MLP, (1 + w) RMS norms, a scaled embedding."""
 
 from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
-from .base import Family
+from .base import AVX2, H200, Family
 from .testing import LLAMA_NAMES
 
 #: What a Gemma engine's token_embeddings is.
@@ -12,6 +12,7 @@ SCALED_EMBEDDING = (
 
 FAMILY = Family(
     "gemma",
+    verified_on=(AVX2, H200),
     vllm_class="GemmaForCausalLM",
     notes=SCALED_EMBEDDING + "; tied head",
     checkpoint=TinySpec("gemma", dict(LLAMA_SHAPE, head_dim=32, tie_word_embeddings=True)),

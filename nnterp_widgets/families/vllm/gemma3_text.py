@@ -2,12 +2,13 @@
 
 from ...checkpoints.specs import LLAMA_SHAPE, SLIDING_THEN_FULL, WINDOW, TinySpec
 from ...components.vllm.post_norm import PostNormAttention, PostNormMLP
-from .base import Family
+from .base import AVX2, H200, Family
 from .gemma import SCALED_EMBEDDING
 from .testing import POST_NORM_NAMES
 
 FAMILY = Family(
     "gemma3_text",
+    verified_on=(AVX2, H200),
     attention_cls=PostNormAttention,
     mlp_cls=PostNormMLP,
     vllm_class="Gemma3ForCausalLM",

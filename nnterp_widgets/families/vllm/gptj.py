@@ -8,7 +8,7 @@ logits processor adds.
 from ...checkpoints.specs import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
-from .base import Family
+from .base import AVX2, H200, Family
 from .testing import HFNames
 
 
@@ -25,6 +25,7 @@ def _rename() -> dict:
 
 FAMILY = Family(
     "gptj",
+    verified_on=(AVX2, H200),
     layers="transformer.h",
     embed="transformer.wte",
     norm="transformer.ln_f",

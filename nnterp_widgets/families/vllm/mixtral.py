@@ -2,11 +2,12 @@
 
 from ...checkpoints.specs import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
 from ...components.vllm.mlp import RoutedMLP
-from .base import Family
+from .base import AVX2, H200, Family
 from .testing import EXPERTS_NAMES
 
 FAMILY = Family(
     "mixtral",
+    verified_on=(AVX2, H200),
     mlp="block_sparse_moe",
     mlp_cls=RoutedMLP,
     vllm_class="MixtralForCausalLM",

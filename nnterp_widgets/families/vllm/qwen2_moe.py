@@ -7,7 +7,7 @@ ordinary gated MLP and serves its neurons.
 
 from ...checkpoints.specs import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
 from ...components.vllm.mlp import GatedMLP, RoutedMLP
-from .base import Family
+from .base import AVX2, H200, Family
 from .testing import LLAMA_NAMES
 
 
@@ -25,6 +25,7 @@ def sparse_step_overrides(config) -> dict:
 
 FAMILY = Family(
     "qwen2_moe",
+    verified_on=(AVX2, H200),
     mlp_cls=RoutedMLP,
     block_overrides=sparse_step_overrides,
     vllm_class="Qwen2MoeForCausalLM",

@@ -2,12 +2,13 @@
 
 from ...checkpoints.specs import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
 from ...components.vllm.mlp import RoutedMLP
-from .base import Family
+from .base import AVX2, H200, Family
 from .qwen2_moe import sparse_step_overrides
 from .testing import LLAMA_NAMES
 
 FAMILY = Family(
     "qwen3_moe",
+    verified_on=(AVX2, H200),
     mlp_cls=RoutedMLP,
     block_overrides=sparse_step_overrides,
     vllm_class="Qwen3MoeForCausalLM",
