@@ -1,6 +1,9 @@
 """The session layer: owns the engine, serialises and coalesces the widgets' requests."""
 
 from .attribution import Attribution
+from .branching import BranchResult
+from .occlusion import Occlusion
+from .steering import SteerResult, SteeringError
 from .generation import GenerationError, GenerationResult, GenerationStep, LensModes, Target
 from .heads import HeadRoles
 from .intervention_results import AblationDelta, PairLens, PatchResult
@@ -12,6 +15,10 @@ from .status import IDLE, State, Status
 from .worker import Busy, EngineDied, Superseded
 
 __all__ = [
+    "SteeringError",
+    "SteerResult",
+    "Occlusion",
+    "BranchResult",
     "IDLE",
     "AblationDelta",
     "AttentionPanel",

@@ -64,6 +64,7 @@ TARGET_OUT_OF_VOCAB = "the target id {id} is outside the vocabulary (ids 0..{las
 NEEDS_TARGET = "the {mode!r} mode shows a target token's {mode}: follow a target first"
 UNKNOWN_MODE = "unknown lens mode {mode!r}; the modes are {modes}"
 STEP_RANGE = "step {step} is out of range: this generation has steps 0..{last}"
+IDS_NOT_INTS = "a prompt given as token ids is a non-empty list of ints"
 
 
 class GenerationError(ProbeError):
@@ -349,33 +350,68 @@ def lens_stats(logits: torch.Tensor, k: int, target: int | None) -> dict:
     return found
 
 
+def check_ids(model, ids: Any) -> list[int]:
+    """A prompt given as token ids: a non-empty list of in-vocabulary ints that fits."""
+    ids = list(ids)
+    if not ids or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in ids):
+        raise GenerationError(IDS_NOT_INTS)
+    if not all(0 <= int(i) < model.vocab_size for i in ids):
+        raise GenerationError(
+            TARGET_OUT_OF_VOCAB.format(
+                id=next(i for i in ids if not 0 <= int(i) < model.vocab_size), last=model.vocab_size - 1
+            )
+        )
+    limit = model.max_model_len
+    if limit is not None and len(ids) >= limit:
+        raise ProbeError(f"the prompt is {len(ids)} tokens, and this engine takes at most {limit - 1}")
+    return [int(i) for i in ids]
+
+
+def step_reads(model, step: int, k: int, target_id: int | None, added: tuple | None = None) -> dict:
+    """Inside a trace, on one generation step: what a `GenerationStep` is built from.
+    ``added = (layer, vector)``: the vector is added to that layer's output stream at
+    every position of the step before the lens reads it (an invoke touches values in
+    execution order, so the edit happens inside the walk over the layers)."""
+    found = {}
+    if step == 0:
+        found["input_ids"] = model.input_ids[0].cpu()
+    found["lens"] = []
+    for index, layer in enumerate(model.layers):
+        stream = layer.layer_output
+        if added is not None and index == added[0]:
+            stream[:] += added[1].to(device=stream.device, dtype=stream.dtype)
+        found["lens"].append(lens_stats(model.project_on_vocab(stream[:, -1:])[0, 0], k, target_id))
+    found["model"] = lens_stats(model.logits.reshape(-1), k, None)
+    found["finite"] = bool(torch.isfinite(model.logits).all())
+    found["token"] = model.samples.reshape(-1).cpu()
+    return found
+
+
 def generate(
-    model, prompt: str, max_tokens: Any = GENERATE_TOKENS, *, target: Any = None, k: int = LENS_K, **sampling: Any
+    model,
+    prompt: str | list[int],
+    max_tokens: Any = GENERATE_TOKENS,
+    *,
+    target: Any = None,
+    k: int = LENS_K,
+    **sampling: Any,
 ) -> GenerationResult:
-    """Generate up to ``max_tokens`` tokens after ``prompt`` in one trace.
+    """Generate up to ``max_tokens`` tokens after ``prompt`` (text, or token ids) in one trace.
 
     Greedy unless ``sampling`` (vLLM's sampling settings) says otherwise. Checks the
     length and the target first: bad input raises `GenerationError` before any request.
     """
-    prompt_ids = check_prompt(model, prompt)
+    prompt_ids = check_prompt(model, prompt) if isinstance(prompt, str) else check_ids(model, prompt)
     max_tokens = check_max_tokens(model, prompt_ids, max_tokens)
     followed = resolve_target(model, target)
     settings = _sampling(sampling)
     target_id = None if followed is None else followed.id
-    with model.trace(prompt, max_tokens=max_tokens, **settings) as tracer:
+    source = prompt if isinstance(prompt, str) else prompt_ids
+    with model.trace(source, max_tokens=max_tokens, **settings) as tracer:
         steps = list().save()
         for step in tracer.iter[:max_tokens]:
-            found = {}
-            if step == 0:
-                found["input_ids"] = model.input_ids[0].cpu()
-            found["lens"] = [
-                lens_stats(model.project_on_vocab(layer.layer_output[:, -1:])[0, 0], k, target_id)
-                for layer in model.layers
-            ]
-            found["model"] = lens_stats(model.logits.reshape(-1), k, None)
-            found["token"] = model.samples.reshape(-1).cpu()
-            steps.append(found)
-    return _generation(model, prompt, steps, followed, settings)
+            steps.append(step_reads(model, step, k, target_id))
+    return generation_result(model, prompt, steps, followed, settings)
 
 
 def follow(model, prompt: str, target: Any, k: int = 1) -> LensModes:
@@ -429,7 +465,12 @@ def _modes(model, columns: Tokens, positions: tuple, lens: list, followed: Targe
     )
 
 
-def _generation(model, prompt: str, found: list, followed: Target | None, settings: dict) -> GenerationResult:
+def generation_result(
+    model, prompt: str | list[int], found: list, followed: Target | None, settings: dict
+) -> GenerationResult:
+    """A `GenerationResult` from the steps' `step_reads` (client side)."""
+    if not isinstance(prompt, str):
+        prompt = model.tokenizer.decode(list(prompt))
     text = _texts(model.tokenizer)
     prompt_ids = [int(i) for i in found[0]["input_ids"].tolist()]
     written = [int(step["token"][0]) for step in found]

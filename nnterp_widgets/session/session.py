@@ -20,6 +20,9 @@ from typing import Any, Callable, Sequence
 
 from .generation import GENERATE_TOKENS, follow, generate
 from .attribution import attribute
+from .branching import branch
+from .occlusion import occlude
+from .steering import steer, steering_vector
 from .heads import head_roles
 from .interventions import ablation, compare, patch
 from . import probe
@@ -328,6 +331,39 @@ class Session:
         position; resolves to an `Attribution`, whose parts add up to its metric.
         ``answer`` / ``foil``: a token's id or one token's text."""
         return self.request(key, lambda engine: attribute(engine, text, answer, foil))
+
+    def steer(
+        self,
+        prompt: str,
+        vector,
+        layer: int,
+        coefficient: float = 1.0,
+        max_tokens: int = GENERATE_TOKENS,
+        *,
+        key: str = "steer",
+        **sampling: Any,
+    ) -> Future:
+        """One engine request: ``prompt`` continued with ``coefficient * vector`` added to
+        ``layers[layer].layer_output`` at every position and step, and without it;
+        resolves to a `SteerResult` (``steered`` and ``plain``, each a `GenerationResult`)."""
+        return self.request(
+            key, lambda engine: steer(engine, prompt, vector, layer, coefficient, max_tokens, **sampling)
+        )
+
+    def steering_vector(self, positive: str, negative: str, layer: int, key: str = "steering-vector") -> Future:
+        """One engine request: the mean ``layers[layer].layer_output`` over ``positive``
+        minus the same over ``negative``; resolves to a float32 numpy vector."""
+        return self.request(key, lambda engine: steering_vector(engine, positive, negative, layer))
+
+    def branch(self, generation, step: int, token, max_tokens: int | None = None, key: str = "branch") -> Future:
+        """One engine request: ``generation`` with ``token`` forced at ``step``, continued
+        greedily; resolves to a `BranchResult`."""
+        return self.request(key, lambda engine: branch(engine, generation, step, token, max_tokens))
+
+    def occlude(self, text: str, answer, mode: str = "replace", key: str = "occlude") -> Future:
+        """Each input token occluded in turn (replaced by a neutral token, or dropped):
+        the answer's logit and probability, all positions batched; resolves to an `Occlusion`."""
+        return self.request(key, lambda engine: occlude(engine, text, answer, mode))
 
     def head_roles(self, text: str, key: str = "heads") -> Future:
         """One engine request: each head's mean weight on the previous token, the first

@@ -1,0 +1,185 @@
+"""Steering: add a vector to the stream and watch what the model writes, one request.
+
+    vector = session.steering_vector("I love this. It is wonderful.", "I hate this. It is awful.", layer=10).result()
+    result = session.steer("The movie was", vector, layer=10, coefficient=4.0, max_tokens=8).result()
+    result.steered.text, result.plain.text    # the two continuations, side by side
+    result.divergence                         # the first step where they differ (None: never)
+
+The vector times the coefficient is added to ``layers[layer].layer_output`` at every
+position of the prefill and at every decoded step, in one invoke; the same prompt runs
+unsteered in a second invoke of the same trace, so both come back from one request.
+Both are greedy unless sampling settings say otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from .generation import (
+    GENERATE_TOKENS,
+    GenerationError,
+    GenerationResult,
+    _sampling,
+    check_max_tokens,
+    generation_result,
+    step_reads,
+)
+from .probe import LENS_K, check_prompt
+
+VECTOR_WIDTH = "the steering vector has {got} numbers; this model's stream has {want} (hidden_size)"
+VECTOR_NOT_FINITE = "the steering vector holds a value that is not finite (NaN or infinity)"
+VECTOR_SHAPE = "the steering vector is one row of numbers, shape [{want}]; got shape {shape}"
+LAYER_RANGE = "layer {layer} is out of range: this model has layers 0..{last}"
+COEFFICIENT = "the coefficient must be a finite number; got {value!r}"
+OVERFLOW = "the vector times {coefficient} overflows float32 (the vector's norm is {norm:.3g}): lower the coefficient"
+DID_NOT_FINISH = (
+    "the steered run did not finish (the vector times {coefficient} at layers[{layer}] broke the engine's "
+    "sampling): lower the coefficient"
+)
+NOT_FINITE_LOGITS = (
+    "with the vector times {coefficient} added at layers[{layer}], the logits are not finite at step "
+    "{step}: lower the coefficient (the vector's norm is {norm:.3g})"
+)
+
+
+class SteeringError(GenerationError):
+    """A steering request the engine cannot take: said before any request, or after one
+    whose logits went non-finite (the engine keeps serving)."""
+
+
+@dataclass(frozen=True)
+class SteerResult:
+    """Two generations of one prompt from one request: ``steered`` (the vector times
+    ``coefficient`` added at ``layers[layer]``) and ``plain`` (nothing added)."""
+
+    layer: int
+    coefficient: float
+    norm: float
+    steered: GenerationResult
+    plain: GenerationResult
+
+    @property
+    def divergence(self) -> int | None:
+        """The first step whose written token differs between the two, or None."""
+        for index, (a, b) in enumerate(zip(self.steered.generated.ids, self.plain.generated.ids, strict=False)):
+            if a != b:
+                return index
+        return None
+
+
+def check_vector(model, vector: Any) -> torch.Tensor:
+    """``vector`` (numpy, torch or a list) as a float32 CPU tensor ``[hidden_size]``."""
+    if isinstance(vector, torch.Tensor):
+        vector = vector.detach().cpu()
+    try:
+        array = torch.as_tensor(np.asarray(vector, dtype=np.float32))
+    except (TypeError, ValueError) as error:
+        raise SteeringError(VECTOR_SHAPE.format(want=model.hidden_size, shape="not numbers")) from error
+    if array.dim() != 1:
+        squeezed = array.squeeze()
+        if squeezed.dim() != 1:
+            raise SteeringError(VECTOR_SHAPE.format(want=model.hidden_size, shape=tuple(array.shape)))
+        array = squeezed
+    if array.shape[0] != model.hidden_size:
+        raise SteeringError(VECTOR_WIDTH.format(got=array.shape[0], want=model.hidden_size))
+    if not torch.isfinite(array).all():
+        raise SteeringError(VECTOR_NOT_FINITE)
+    return array
+
+
+def check_layer(model, layer: Any) -> int:
+    if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not 0 <= int(layer) < model.num_layers:
+        raise SteeringError(LAYER_RANGE.format(layer=layer, last=model.num_layers - 1))
+    return int(layer)
+
+
+def check_coefficient(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)):
+        raise SteeringError(COEFFICIENT.format(value=value))
+    return float(value)
+
+
+def steer(
+    model,
+    prompt: str,
+    vector: Any,
+    layer: int,
+    coefficient: float = 1.0,
+    max_tokens: int = GENERATE_TOKENS,
+    *,
+    k: int = LENS_K,
+    **sampling: Any,
+) -> SteerResult:
+    """One request: ``prompt`` generated with ``coefficient * vector`` added to
+    ``layers[layer].layer_output`` at every position and step, and without it.
+
+    Args:
+        model: the `StandardizedVLLM`.
+        prompt: the text to continue.
+        vector: ``[hidden_size]`` numbers (numpy, torch or a list).
+        layer: the block whose output stream is steered.
+        coefficient: the vector's multiplier.
+        max_tokens: tokens each continuation writes.
+        sampling: vLLM's sampling settings (greedy by default).
+
+    Returns:
+        A `SteerResult`; `SteeringError` before any request for bad input, or when the
+        steered logits are not finite.
+    """
+    prompt_ids = check_prompt(model, prompt)
+    max_tokens = check_max_tokens(model, prompt_ids, max_tokens)
+    direction = check_vector(model, vector)
+    coefficient = check_coefficient(coefficient)
+    added = direction * coefficient
+    if not torch.isfinite(added).all():
+        raise SteeringError(OVERFLOW.format(coefficient=coefficient, norm=float(direction.norm())))
+    layer = check_layer(model, layer)
+    settings = _sampling(sampling)
+    with model.trace(max_tokens=max_tokens, **settings) as tracer:
+        out = dict().save()
+        with tracer.invoke(prompt):
+            steered = list()
+            for step in tracer.iter[:max_tokens]:
+                steered.append(step_reads(model, step, k, None, added=(layer, added)))
+            out["steered"] = steered
+        with tracer.invoke(prompt):
+            plain = list()
+            for step in tracer.iter[:max_tokens]:
+                plain.append(step_reads(model, step, k, None))
+            out["plain"] = plain
+    if "steered" not in out or "plain" not in out:
+        raise SteeringError(DID_NOT_FINISH.format(coefficient=coefficient, layer=layer))
+    for index, found in enumerate(out["steered"]):
+        if not found["finite"]:
+            norm = float(direction.norm())
+            raise SteeringError(NOT_FINITE_LOGITS.format(coefficient=coefficient, layer=layer, step=index, norm=norm))
+    return SteerResult(
+        layer=layer,
+        coefficient=coefficient,
+        norm=float(direction.norm()),
+        steered=generation_result(model, prompt, out["steered"], None, settings),
+        plain=generation_result(model, prompt, out["plain"], None, settings),
+    )
+
+
+def steering_vector(model, positive: str, negative: str, layer: int) -> np.ndarray:
+    """One request: mean ``layers[layer].layer_output`` over ``positive``'s tokens minus
+    the same over ``negative``'s, a float32 numpy vector ``[hidden_size]``."""
+    check_prompt(model, positive)
+    check_prompt(model, negative)
+    layer = check_layer(model, layer)
+    with model.trace(temperature=0.0, max_tokens=1) as tracer:
+        out = dict().save()
+        with tracer.invoke(positive):
+            out["positive"] = model.layers[layer].layer_output[0].float().mean(0).cpu()
+        with tracer.invoke(negative):
+            out["negative"] = model.layers[layer].layer_output[0].float().mean(0).cpu()
+    vector = (out["positive"] - out["negative"]).numpy().astype(np.float32)
+    vector.setflags(write=False)
+    return vector

@@ -1,0 +1,176 @@
+"""Steer, branch and occlude on the real engine, held to transformers (float32, eager).
+
+The module's session is the tiny qwen2 checkpoint (conftest's ``session``); the
+reference is the same checkpoint in transformers with the same edit made by a plain
+forward hook (steering) or the same token ids fed (branching, occlusion).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import devices
+from nnterp_widgets.checkpoints import checkpoint
+from nnterp_widgets.session import GenerationError, InterventionError, SteeringError
+from reference import _get, hf_model, names_of
+
+PROMPT = "The Eiffel Tower is in"
+FAMILY = "qwen2"
+LAYER = 1
+TOKENS = 6
+
+
+def _hf():
+    return hf_model(str(checkpoint(FAMILY)))
+
+
+def hf_greedy(ids: list[int], max_tokens: int, edit=None) -> list[int]:
+    """transformers' greedy continuation of ``ids``; ``edit = (layer, added)`` adds
+    ``added`` to that decoder layer's output stream in a forward hook, at every position
+    of the prompt and at every new token."""
+    model, _ = _hf()
+    handles = []
+    if edit is not None:
+        layer, added = edit
+        block = _get(model, names_of(FAMILY).layers)[layer]
+
+        def hook(module, args, output):
+            if isinstance(output, tuple):
+                return (output[0] + added.to(output[0]), *output[1:])
+            return output + added.to(output)
+
+        handles.append(block.register_forward_hook(hook))
+    try:
+        with torch.no_grad():
+            out = model.generate(
+                torch.tensor([ids], device=devices.DEVICE),
+                max_new_tokens=max_tokens,
+                do_sample=False,
+                pad_token_id=model.config.eos_token_id,
+            )
+    finally:
+        for handle in handles:
+            handle.remove()
+    return out[0, len(ids) :].tolist()
+
+
+def hf_answer(ids: list[int], answer: int) -> tuple[float, float]:
+    model, _ = _hf()
+    with torch.no_grad():
+        logits = model(torch.tensor([ids], device=devices.DEVICE)).logits[0, -1].float()
+    return float(logits[answer]), float(logits.softmax(-1)[answer])
+
+
+@pytest.fixture(scope="module")
+def vector(session):
+    return session.steering_vector("Paris is a city in France.", "The river runs to the sea.", LAYER).result(60)
+
+
+# -- steering ----------------------------------------------------------------------------
+
+
+def test_steering_vector_is_the_difference_of_mean_streams(session, vector):
+    from reference import reference_values
+
+    path = str(checkpoint(FAMILY))
+    positive = reference_values(path, FAMILY, "Paris is a city in France.")[("layer_output", LAYER)][0].mean(0)
+    negative = reference_values(path, FAMILY, "The river runs to the sea.")[("layer_output", LAYER)][0].mean(0)
+    assert vector.dtype == np.float32 and vector.shape == positive.shape
+    np.testing.assert_allclose(vector, (positive - negative).cpu().numpy(), atol=1e-4, rtol=1e-4)
+
+
+def test_steered_tokens_are_transformers_greedy_with_the_same_addition(session, vector):
+    result = session.steer(PROMPT, vector, LAYER, coefficient=4.0, max_tokens=TOKENS).result(120)
+    ids = list(result.plain.prompt_tokens.ids)
+    added = torch.as_tensor(vector) * 4.0
+    assert list(result.steered.generated.ids) == hf_greedy(ids, TOKENS, (LAYER, added))
+    assert list(result.plain.generated.ids) == hf_greedy(ids, TOKENS)
+    # The vector changes what the model writes (and the plain run is the unsteered one).
+    assert result.divergence is not None
+    assert result.steered.generated.ids != result.plain.generated.ids
+    assert result.norm == pytest.approx(float(np.linalg.norm(vector)), rel=1e-5)
+
+
+def test_zero_coefficient_changes_nothing(session, vector):
+    result = session.steer(PROMPT, vector, LAYER, coefficient=0.0, max_tokens=3).result(120)
+    assert result.steered.generated.ids == result.plain.generated.ids and result.divergence is None
+
+
+@pytest.mark.parametrize(
+    "vector_of, layer, coefficient, message",
+    [
+        (lambda v: v[:-1], LAYER, 1.0, "hidden_size"),
+        (lambda v: v, 7, 1.0, "layer 7 is out of range"),
+        (lambda v: v, LAYER, float("nan"), "coefficient must be a finite number"),
+        (lambda v: np.full_like(v, np.inf), LAYER, 1.0, "not finite"),
+    ],
+)
+def test_bad_steering_input_is_refused_and_the_next_request_succeeds(
+    session, vector, vector_of, layer, coefficient, message
+):
+    with pytest.raises(SteeringError, match=message):
+        session.steer(PROMPT, vector_of(vector), layer, coefficient).result(60)
+    assert session.steer(PROMPT, vector, LAYER, 1.0, max_tokens=1).result(60).steered is not None
+
+
+@pytest.mark.parametrize("coefficient", [1e38, 1e36])
+def test_a_coefficient_that_breaks_the_logits_is_said_and_the_next_request_succeeds(session, vector, coefficient):
+    # 1e38 overflows float32 before any request; 1e36 reaches the engine, whose stream
+    # then overflows in the final norm.
+    with pytest.raises(SteeringError, match="lower the coefficient"):
+        session.steer(PROMPT, vector, LAYER, coefficient=coefficient, max_tokens=2).result(120)
+    assert session.steer(PROMPT, vector, LAYER, coefficient=1.0, max_tokens=2).result(120).steered is not None
+
+
+# -- branching ---------------------------------------------------------------------------
+
+
+def test_a_branch_forces_the_token_and_continues_as_transformers_does(session):
+    generation = session.generate(PROMPT, max_tokens=TOKENS).result(120)
+    step = 2
+    forced = int(generation.steps[step].model_ids[1])  # the step's second choice
+    result = session.branch(generation, step, forced).result(120)
+    assert result.forced == forced and result.step == step
+    prefix = list(generation.tokens.ids[: generation.prompt_length + step]) + [forced]
+    assert list(result.branched.generated.ids) == hf_greedy(prefix, TOKENS - step - 1)
+    assert result.continuation[0] == result.forced_text
+    assert len(result.continuation) == len(result.original_continuation)
+    assert result.original_continuation[0] != result.forced_text
+
+
+def test_a_branch_on_the_written_token_or_out_of_range_is_refused(session):
+    generation = session.generate(PROMPT, max_tokens=3).result(120)
+    with pytest.raises(GenerationError, match="already wrote"):
+        session.branch(generation, 1, generation.steps[1].token).result(60)
+    with pytest.raises(GenerationError, match="out of range"):
+        session.branch(generation, 5, 1).result(60)
+
+
+# -- occlusion ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["replace", "drop"])
+def test_occlusion_is_transformers_on_each_occluded_prompt(session, mode):
+    from nnterp_widgets.session.occlusion import variants
+
+    result = session.occlude(PROMPT, " Paris", mode=mode).result(120)
+    ids = list(result.tokens.ids)
+    assert result.logits.shape == (len(ids),) and result.requests == 1
+    clean = hf_answer(ids, result.answer)
+    assert result.clean_logit == pytest.approx(clean[0], abs=1e-4)
+    for position, occluded in enumerate(variants(ids, mode, result.neutral)):
+        logit, prob = hf_answer(occluded, result.answer)
+        assert result.logits[position] == pytest.approx(logit, abs=1e-4), position
+        assert result.probs[position] == pytest.approx(prob, abs=1e-5), position
+    if mode == "replace":
+        assert result.neutral_text == " "
+    np.testing.assert_allclose(result.delta_logit, result.logits - result.clean_logit)
+
+
+def test_bad_occlusion_input_is_refused(session):
+    with pytest.raises(InterventionError, match="unknown occlusion mode"):
+        session.occlude(PROMPT, " Paris", mode="mask").result(60)
+    with pytest.raises(InterventionError, match="exactly one token"):
+        session.occlude(PROMPT, " Paris is", mode="replace").result(60)
