@@ -978,3 +978,48 @@ def test_attribution_figure_says_why_heads_are_not_split():
     fig = attribution_figure(_attribution("post-norm heads"))
     assert any("post-norm heads" in a.text for a in fig.layout.annotations)
     assert _attribution("x").top_heads() == []
+
+
+def test_continuations_are_text_aligned_and_marked_where_they_differ():
+    from types import SimpleNamespace
+
+    from nnterp_widgets.session.panels import Tokens
+    from nnterp_widgets.widgets.causal_figures import DIFFERS, continuations_html
+
+    def gen(texts):
+        return SimpleNamespace(generated=Tokens(tuple(range(len(texts))), tuple(texts)))
+
+    result = SimpleNamespace(layer=1, coefficient=2.0, steered=gen([" a", "<b>", " c"]), plain=gen([" a", " b", " c"]))
+    page = continuations_html(result)
+    assert "<b>" not in page and "&lt;b&gt;" in page  # markup in a token is text
+    assert page.count(DIFFERS) == 2 + 1  # the differing cell in each row, and the style rule
+    assert "␣a" in page
+
+
+def test_occlusion_figure_is_the_delta_row_with_escaped_labels():
+    from nnterp_widgets.session.occlusion import Occlusion
+    from nnterp_widgets.session.panels import Tokens
+    from nnterp_widgets.widgets.causal_figures import occlusion_figure
+
+    occlusion = Occlusion(
+        text="a <b> c",
+        tokens=Tokens((1, 2, 3), ("a", " <b>", " c")),
+        answer=5,
+        answer_text=" x",
+        mode="replace",
+        neutral=9,
+        neutral_text=" ",
+        clean_logit=2.0,
+        clean_prob=0.5,
+        logits=np.array([1.0, 2.5, 2.0]),
+        probs=np.array([0.25, 0.6, 0.5]),
+        requests=1,
+    )
+    fig = occlusion_figure(occlusion)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z)[0], [-1.0, 0.5, 0.0])
+    assert fig.data[0].zmin == -1.0 and fig.data[0].zmax == 1.0
+    assert all("<b>" not in t for t in fig.layout.xaxis.ticktext)
+    assert occlusion.most_needed(1) == [(0, "a", -1.0)]
+    np.testing.assert_allclose(
+        np.asarray(occlusion_figure(occlusion, "probability").data[0].z)[0], [-0.25, 0.1, 0.0], atol=1e-12
+    )

@@ -592,3 +592,72 @@ def test_attribution_panel_shows_a_refusal_then_serves_the_next(session, explore
     panel.answer_box.value = " Paris"
     panel.run()
     assert panel.wait(120) is not None and panel.status["state"] == "idle"
+
+
+def test_occlusion_panel_draws_the_saliency_row_and_selects_a_token(session, explorer):
+    panel = explorer.occlusion
+    assert panel.figure not in panel.children
+    panel.answer_box.value = " Paris"
+    panel.run_button.click()
+    shown = panel.wait(120)
+    direct = session.occlude(PROMPT, " Paris", key="direct-occlude").result(120)
+    devices.assert_same_run(shown.logits, direct.logits)
+    np.testing.assert_allclose(heatmap_matrix(panel.figure.data[0])[0], shown.delta_logit.astype(np.float32), rtol=1e-6)
+    assert list(panel.figure.layout.xaxis.ticktext) == [escape_token(t) for t in shown.tokens.texts]
+    panel._on_click(panel.figure.data[0], _click(2))
+    assert explorer.selected_token == 2
+    panel.measure_picker.value = "probability"
+    np.testing.assert_allclose(heatmap_matrix(panel.figure.data[0])[0], shown.delta_prob.astype(np.float32), rtol=1e-6)
+    panel.answer_box.value = " Paris is"
+    panel.run()
+    with pytest.raises(InterventionError):
+        panel.wait(60)
+    assert panel.status["state"] == "error"
+    panel.answer_box.value = " Paris"
+    panel.run()
+    assert panel.wait(120) is not None and panel.status["state"] == "idle"
+
+
+def test_steer_panel_shows_both_continuations_aligned_and_a_refusal(session, explorer):
+    from nnterp_widgets.widgets.causal_figures import DIFFERS
+
+    panel = explorer.steering
+    panel.layer_input.value, panel.coefficient_slider.value, panel.tokens_input.value = 1, 8.0, 5
+    panel.run_button.click()
+    result = panel.wait(120)
+    assert len(result.steered.generated) == len(result.plain.generated) == 5
+    page = panel.output.value
+    for text in result.plain.generated.texts:
+        assert html.escape(show_token(text)) in page
+    assert (DIFFERS in page) == (result.divergence is not None)
+    panel.layer_input.value = 7  # out of range for the tiny model's 2 layers
+    panel.run()
+    with pytest.raises(Exception, match="out of range"):
+        panel.wait(60)
+    assert "⚠" in panel.message.value and panel.output.value == ""
+    panel.layer_input.value = 1
+    panel.run()
+    assert panel.wait(120) is not None and "differ" in panel.message.value
+
+
+def test_a_branch_from_the_generation_view_is_shown_beside_the_original(session, explorer):
+    view = explorer.generation
+    view.generate(4)
+    view.wait(120)
+    view.step_slider.value = 1
+    assert not view.branch_button.disabled and view.branch_picker.options
+    label, token = view.branch_picker.options[0]
+    assert token != view.result.steps[1].token
+    view.branch_picker.value = token
+    view.branch_button.click()
+    for _ in range(600):
+        if view.branch_result is not None:
+            break
+        import time
+
+        time.sleep(0.1)
+    result = view.branch_result
+    assert result is not None and result.step == 1 and result.forced == token
+    assert html.escape(show_token(result.forced_text)) in view.branch_output.value
+    page = explorer.to_html()
+    assert "<h2>Branch</h2>" in page

@@ -22,6 +22,8 @@ import traitlets
 from ..session import PromptResult, Session, State, Status, Superseded
 from .attention import AttentionView
 from .attribution import AttributionPanel
+from .occlusion import OcclusionPanel
+from .steering import SteerPanel
 from .follow import FollowControl
 from .generation import GenerationView
 from .lens import LogitLens
@@ -76,6 +78,10 @@ class Explorer(widgets.VBox):
         self.attribution = AttributionPanel(self.session, lambda: self.prompt_box.value, key=f"{self._key}-attribute")
         traitlets.dlink((self.tree, "theme"), (self.attribution, "theme"))
         self.attribution.observe(self._on_attributed_head, "selected_head")
+        self.occlusion = OcclusionPanel(self.session, lambda: self.prompt_box.value, key=f"{self._key}-occlude")
+        traitlets.link((self, "selected_token"), (self.occlusion, "selected_token"))
+        traitlets.dlink((self.tree, "theme"), (self.occlusion, "theme"))
+        self.steering = SteerPanel(self.session, lambda: self.prompt_box.value, key=f"{self._key}-steer")
         self.follow = FollowControl(
             self.session, lambda: self.prompt_box.value, self.lens, self.generation, key=f"{self._key}-follow"
         )
@@ -101,6 +107,10 @@ class Explorer(widgets.VBox):
                 self.generation,
                 widgets.HTML("<b>Who wrote the answer</b> (direct logit attribution)"),
                 self.attribution,
+                widgets.HTML("<b>Which tokens the answer needs</b> (occlusion)"),
+                self.occlusion,
+                widgets.HTML("<b>Steering</b> (a vector from two prompts, added at a layer)"),
+                self.steering,
                 widgets.HTML("<b>Activation patching</b>"),
                 self.patching,
             ],
@@ -266,8 +276,8 @@ class Explorer(widgets.VBox):
         The prompt's module tree (shapes, greyed values with their reasons as tooltips,
         on the generation step shown), the attention heatmap of the chosen layer / head as
         shown (a zoom window when zoomed) and the logit lens, with the selected token
-        outlined; the patching panel's sweep, once one has run; the attribution map, once
-        one has run; and the generation, when
+        outlined; the patching panel's sweep, the attribution map, the occlusion row, the
+        steered continuations and a branch, each once one has run; and the generation, when
         one is shown (its tokens, the per-step lens with the step outlined, each step's
         availability). Raises ``RuntimeError`` before a prompt has landed.
         """
@@ -292,4 +302,7 @@ class Explorer(widgets.VBox):
             step=self.generation.step if self.generation.result is not None else None,
             attribution=self.attribution.attribution,
             attribution_head=tuple(self.attribution.selected_head) or None,
+            occlusion=self.occlusion.occlusion,
+            steering=self.steering.result,
+            branch=self.generation.branch_result,
         )

@@ -26,11 +26,15 @@ from pathlib import Path
 import plotly.io as pio
 
 from ..session.attribution import Attribution
+from ..session.branching import BranchResult
+from ..session.occlusion import Occlusion
+from ..session.steering import SteerResult
 from ..session.generation import GenerationResult
 from ..session.intervention_results import PairLens, PatchResult
 from ..session.panels import AttentionPanel, LensPanel, PromptResult
 from .assets import JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM
 from .attribution_figures import attribution_figure
+from .causal_figures import branch_html, continuations_html, occlusion_figure
 from .figures import attention_figure, lens_figure
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .patch_figures import pair_figure, patch_figure
@@ -114,6 +118,9 @@ def export_html(
     pair: PairLens | None = None,
     attribution: Attribution | None = None,
     attribution_head: tuple[int, int] | None = None,
+    occlusion: Occlusion | None = None,
+    steering: SteerResult | None = None,
+    branch: BranchResult | None = None,
 ) -> str:
     """The page for ``result``: its tree, head ``head`` of ``attention`` (a layer's panel;
     the result's own by default, which ``layer`` must then name if given), ``lens`` (the
@@ -161,6 +168,7 @@ def export_html(
         body.append(patch_section(patch, pair, -1 if patch.per_head else selected_token, plotlyjs=False))
     if attribution is not None:
         body.append(attribution_section(attribution, attribution_head, plotlyjs=False))
+    body.extend(causal_sections(occlusion, steering, branch))
     head = [f"<style>{MODULE_TREE_CSS.read_text(encoding='utf-8')}</style>"]
     return _page(title, result.prompt, head, body, path)
 
@@ -271,6 +279,34 @@ def export_generation_html(
     """A page of one generation (`generation_section`); written to ``path`` when given."""
     body = [f'<p class="meta">prompt <code>{_e(result.prompt)}</code></p>', generation_section(result, step)]
     return _page(title, result.prompt, [], body, path)
+
+
+def causal_sections(
+    occlusion: Occlusion | None = None, steering: SteerResult | None = None, branch: BranchResult | None = None
+) -> list[str]:
+    """The occlusion row (`occlusion_figure`), the steered and plain continuations and a
+    branch (aligned token tables, differences marked), for those given."""
+    found = []
+    if occlusion is not None:
+        found += [
+            "<h2>Which tokens the answer needs (occlusion)</h2>",
+            f'<div class="figures">{"".join(_plots([("occlusion", occlusion_figure(occlusion))], False))}</div>',
+        ]
+    if steering is not None:
+        found += [
+            "<h2>Steering</h2>",
+            f'<p class="meta">prompt <code>{_e(steering.steered.prompt)}</code> · layers[{steering.layer}] + '
+            f"{steering.coefficient:g} × vector (norm {steering.norm:.3g})</p>",
+            continuations_html(steering),
+        ]
+    if branch is not None:
+        found += [
+            "<h2>Branch</h2>",
+            f'<p class="meta">step {branch.step}: <code>{_e(show_token(branch.forced_text))}</code> instead of '
+            f"<code>{_e(show_token(branch.original_continuation[0]))}</code></p>",
+            branch_html(branch),
+        ]
+    return found
 
 
 def attribution_section(

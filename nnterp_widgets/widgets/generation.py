@@ -22,6 +22,7 @@ import traitlets
 
 from ..session.generation import GENERATE_TOKENS, GenerationResult
 from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
+from .causal_figures import branch_html
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .lifecycle import Asking, close_all
 from .plot_panel import clicked, show_figure
@@ -85,6 +86,15 @@ class GenerationView(Asking, ipywidgets.VBox):
         # The figure joins the page when the first generation lands: no bare axes before
         # it, and no plotly view built before it has data.
         self.figure_box = ipywidgets.Box([])
+        # Branching: force another of the shown step's top-k and continue (one request).
+        self.branch_picker = ipywidgets.Dropdown(options=[], description="branch with", disabled=True)
+        self.branch_button = ipywidgets.Button(
+            description="branch", tooltip="write this token at the shown step instead, and continue", disabled=True
+        )
+        self.branch_output = ipywidgets.HTML("")
+        self.branch_result = None
+        self._branch_asked = 0
+        self.branch_button.on_click(lambda button: self.branch(self.branch_picker.value))
         self.generate_button.on_click(lambda button: self.generate(self.tokens_input.value))
         self.step_slider.observe(self._on_step, "value")
         super().__init__(
@@ -93,6 +103,8 @@ class GenerationView(Asking, ipywidgets.VBox):
                 self.message,
                 self.note,
                 self.figure_box,
+                ipywidgets.HBox([self.branch_picker, self.branch_button]),
+                self.branch_output,
             ],
             **kwargs,
         )
@@ -112,6 +124,34 @@ class GenerationView(Asking, ipywidgets.VBox):
             return
         self._future = (asked, future)
         future.add_done_callback(lambda done: self._kernel.call(self._landed, asked, done))
+
+    def branch(self, token: Any) -> None:
+        """Ask for the shown generation with ``token`` (an id or one token's text) written at
+        the shown step instead, continued greedily; both continuations shown side by side."""
+        if self.result is None:
+            return
+        self._branch_asked += 1
+        asked, step = self._branch_asked, self.step_slider.value
+        self.branch_output.value = ""
+        self.message.value = f"… branching at step {step}"
+        try:
+            future = self.session.branch(self.result, step, token, key=f"{self.key}-branch")
+        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
+            self.message.value = f"⚠ {type(error).__name__}: {error}"
+            return
+        future.add_done_callback(lambda done: self._kernel.call(self._branched, asked, done))
+
+    def _branched(self, asked: int, future) -> None:
+        if asked != self._branch_asked or future.cancelled():
+            return
+        if future.exception() is not None:
+            self.message.value = f"⚠ {type(future.exception()).__name__}: {future.exception()}"
+            return
+        self.branch_result = result = future.result()
+        self.branch_output.value = branch_html(result)
+        self.message.value = (
+            f"branch at step {result.step}: {result.forced_text!r} instead of {result.original_continuation[0]!r}"
+        )
 
     def show_mode(self, mode: str) -> None:
         """Draw the generation in lens mode ``mode`` (a target mode needs a generation that
@@ -150,6 +190,14 @@ class GenerationView(Asking, ipywidgets.VBox):
         if self.result is None:
             return
         value = self.step_slider.value
+        step = self.result.steps[value]
+        choices = [
+            (repr(text), int(i))
+            for text, i in zip(step.model_texts, step.model_ids, strict=True)
+            if int(i) != step.token
+        ]
+        self.branch_picker.options = choices
+        self.branch_picker.disabled = self.branch_button.disabled = not choices
         self.step_slider.caption = step_caption(value, self.step_slider.max)
         self._render()
         self.step = value

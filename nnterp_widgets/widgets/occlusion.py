@@ -1,0 +1,98 @@
+"""`OcclusionPanel`: which of the prompt's tokens the answer depends on (a saliency row).
+
+State and rendering only. "occlude" asks the session for every position occluded in turn
+(`Session.occlude`: replaced by a neutral token, or dropped; batched) and draws the row
+with `occlusion_figure`. A click on a token selects it in the explorer
+(``selected_token``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import ipywidgets
+import plotly.graph_objects as go
+
+from ..session import Occlusion, Session
+from ..session.occlusion import MODES
+from .causal_figures import occlusion_figure
+from .lifecycle import Asking
+from .plot_panel import PlotPanel, clicked
+
+__all__ = ["OcclusionPanel"]
+
+
+class OcclusionPanel(Asking, PlotPanel):
+    """``OcclusionPanel(session, prompt, answer=" Paris")``."""
+
+    def __init__(
+        self,
+        session: Session,
+        prompt: str | Callable[[], str],
+        answer: str = " Paris",
+        *,
+        key: str = "occlude",
+        **kwargs: Any,
+    ) -> None:
+        self.session = session
+        self.key = key
+        self._prompt = prompt if callable(prompt) else (lambda: prompt)
+        self.occlusion: Occlusion | None = None
+        self._init_asking()
+        self.answer_box = ipywidgets.Text(value=answer, description="answer", layout=ipywidgets.Layout(width="220px"))
+        self.mode_picker = ipywidgets.Dropdown(options=list(MODES), value=MODES[0], description="occlude by")
+        self.measure_picker = ipywidgets.Dropdown(options=["logit", "probability"], value="logit", description="show Δ")
+        self.run_button = ipywidgets.Button(description="occlude", tooltip="occlude each token in turn (one batch)")
+        self.figure = go.FigureWidget()
+        controls = ipywidgets.HBox([self.answer_box, self.mode_picker, self.measure_picker, self.run_button])
+        super().__init__([controls], [], **kwargs)
+        self.run_button.on_click(lambda button: self.run())
+        self.measure_picker.observe(lambda change: self._render(), "value")
+
+    def run(self) -> None:
+        """Ask for the occlusion of the prompt toward the answer: one batched request per 64 positions."""
+        self._asked += 1
+        asked = self._asked
+        self._idle.clear()
+        self._error = None
+        self.set_status("busy", f"occluding each token ({self.mode_picker.value})")
+        try:
+            future = self.session.occlude(self._prompt(), self.answer_box.value, self.mode_picker.value, key=self.key)
+        except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
+            self._failed(error)
+            return
+        self._future = (asked, future)
+        future.add_done_callback(lambda done: self._kernel.call(self._land, asked, done))
+
+    def wait(self, timeout: float | None = 300) -> Occlusion | None:
+        """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
+        self._wait_shown(timeout, "occlusion")
+        return self.occlusion
+
+    def _land(self, asked: int, future) -> None:
+        occlusion = self._take(asked, future)
+        if occlusion is None:
+            return
+        self.occlusion = occlusion
+        self._render()
+        needed = ", ".join(f"{text!r} {delta:+.2f}" for _, text, delta in occlusion.most_needed(3))
+        self.set_status("idle", f"{occlusion.requests} engine requests · most needed: {needed}")
+        self._idle.set()
+
+    def _failed(self, error: BaseException) -> None:
+        self._error = error
+        self.set_status("error", f"{type(error).__name__}: {error}")
+        self._idle.set()
+
+    def _render(self) -> None:
+        if self.occlusion is None:
+            return
+        if self._show(self.figure, occlusion_figure(self.occlusion, self.measure_picker.value)):
+            self.figure.data[0].on_click(self._on_click)
+        if self.figure not in self.children:
+            self.children = (*self.children, self.figure)
+
+    def _on_click(self, trace, points, state=None) -> None:
+        column = clicked(points, "x")
+        if column is not None and self.occlusion is not None and column < len(self.occlusion.tokens):
+            self.selected_token = column
