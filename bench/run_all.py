@@ -18,6 +18,8 @@ BENCHES = [
     "rss_widgets",
     "patch_requests",
     "scale",
+    "trained",
+    "causal",
 ]
 
 

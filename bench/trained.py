@@ -20,7 +20,6 @@ attribution within 1.5x the prompt request; the sweep within 2x its floor.
 
 from __future__ import annotations
 
-import sys
 import time
 
 import torch
@@ -95,8 +94,7 @@ def main() -> str:
         repeat = 5 if tokens <= 128 else 3
         forward = timed(lambda: session.request("forward", raw_forward(text)).result(), repeat)
         lens = timed(lambda: session.request("lens", forward_and_lens(text, min(LENS_WINDOW, tokens))).result(), repeat)
-        # A new prompt each time: the session caches what it answered.
-        prompt = timed(lambda: session.prompt(text + " " * 0).result(), repeat)
+        prompt = timed(lambda: session.prompt(text).result(), repeat)
         attribution = timed(lambda: session.attribute(text, " Paris", " Rome").result(), repeat)
         rows += [
             (f"{tokens} tokens: raw forward (logits)", f"{forward * 1e3:.0f} ms"),
@@ -111,8 +109,6 @@ def main() -> str:
         tokenizer(" Paris", add_special_tokens=False)["input_ids"][0],
         tokenizer(" Rome", add_special_tokens=False)["input_ids"][0],
     ]
-    cells = session.describe(len(tokenizer(CLEAN)["input_ids"]))  # warm the description
-    del cells
     count = 30 * len(tokenizer(CLEAN)["input_ids"])
     start = time.perf_counter()
     sweep = session.patch(CLEAN, CORRUPTED, " Paris", " Rome").result()
@@ -131,4 +127,4 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(print(main()) and 0)
+    main()

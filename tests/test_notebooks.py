@@ -102,5 +102,5 @@ def test_the_tour_makes_its_claims_on_the_tested_prompts():
     source = "".join(
         "".join(cell["source"]) for cell in json.loads((REPO / "notebooks" / "tour.ipynb").read_text())["cells"]
     )
-    for name in ("CLEAN", "CORRUPTED", "ANSWER", "FOIL", "ROLES_TEXT", "GENERATE"):
+    for name in ("CLEAN", "CORRUPTED", "ANSWER", "FOIL", "ROLES_TEXT", "GENERATE", "STEER_POSITIVE", "STEER_NEGATIVE"):
         assert repr(getattr(tour_claims, name)).strip("'") in source, name

@@ -26,6 +26,11 @@ from tour_claims import (
     FOIL,
     GENERATE,
     ROLES_TEXT,
+    STEER_COEFFICIENT,
+    STEER_LAYER,
+    STEER_NEGATIVE,
+    STEER_POSITIVE,
+    STEERED_ANSWER,
     SUBJECT,
 )
 
@@ -176,3 +181,23 @@ def test_attribution_matches_transformers_and_adds_up(trained_session):
     assert abs(answer_foil.total - answer_foil.metric) < 1e-4 * scale + 1e-4
     split = answer_foil.heads.sum(axis=1) + answer_foil.attention_bias
     np.testing.assert_allclose(split, answer_foil.attention, atol=1e-4 * scale + 1e-5)
+
+
+def test_occlusion_finds_the_subject(trained_session):
+    """Tour: occluding the subject's token 'iffel' lowers ' Paris' most (the model needs
+    the landmark's name, not the function words)."""
+    occlusion = trained_session.occlude(CLEAN, ANSWER).result()
+    (position, text, delta), *_ = occlusion.most_needed(1)
+    assert position in SUBJECT and delta < -2.0, occlusion.most_needed(3)
+    assert occlusion.delta_logit[-1] > delta  # the last token matters less
+
+
+def test_a_steering_vector_moves_the_answer(trained_session):
+    """Tour: a vector from 'Rome is in Italy' minus 'Paris is in France', added at a middle
+    layer, makes the model continue the Eiffel Tower prompt with ' Rome'; unsteered it
+    writes ' Paris'."""
+    vector = trained_session.steering_vector(STEER_POSITIVE, STEER_NEGATIVE, STEER_LAYER).result()
+    result = trained_session.steer(CLEAN, vector, STEER_LAYER, STEER_COEFFICIENT, max_tokens=3).result()
+    assert result.plain.generated.texts[0] == ANSWER
+    assert result.steered.generated.texts[0] == STEERED_ANSWER
+    assert result.divergence == 0

@@ -15,3 +15,9 @@ SUBJECT = (1, 2, 3)
 #: A longer prompt for the heads' roles (more queries to average over).
 ROLES_TEXT = "The Eiffel Tower is in the city of Paris, and the Colosseum is in the city of Rome."
 GENERATE = "The capital of France is"
+#: Steering: a vector from two prompts about the other city, added at a middle layer.
+STEER_POSITIVE = "Rome is in Italy. Rome is in Italy."
+STEER_NEGATIVE = "Paris is in France. Paris is in France."
+STEER_LAYER = 8
+STEER_COEFFICIENT = 2.0
+STEERED_ANSWER = " Rome"

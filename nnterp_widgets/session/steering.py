@@ -78,7 +78,7 @@ def check_vector(model, vector: Any) -> torch.Tensor:
     if isinstance(vector, torch.Tensor):
         vector = vector.detach().cpu()
     try:
-        array = torch.as_tensor(np.asarray(vector, dtype=np.float32))
+        array = torch.from_numpy(np.array(vector, dtype=np.float32))  # a copy: the caller's may be read-only
     except (TypeError, ValueError) as error:
         raise SteeringError(VECTOR_SHAPE.format(want=model.hidden_size, shape="not numbers")) from error
     if array.dim() != 1:

@@ -127,7 +127,8 @@ def export_html(
     result's window by default), `generation_section` of ``generation`` at ``step``
     when given, and `patch_section` of a patching sweep ``patch`` (and its ``pair``)
     when given, with ``selected_token`` outlined there too, and `attribution_section` of
-    ``attribution`` (with ``attribution_head`` outlined) when given.
+    ``attribution`` (with ``attribution_head`` outlined) when given, and `causal_sections`
+    of ``occlusion``, ``steering`` and ``branch`` for those given.
 
     ``selected``, ``preview`` and ``preview_data`` are the ModuleTree's (what its preview
     pane shows). Written to ``path`` (UTF-8) when given; the text is returned either way.
