@@ -47,7 +47,7 @@ def test_conventions():
 
 
 #: The folder's modules that are not families.
-NOT_FAMILIES = {"__init__", "base", "table", "testing"}
+NOT_FAMILIES = {"__init__", "base", "table", "testing", "tiny"}
 
 
 def test_the_registry_is_the_folder():

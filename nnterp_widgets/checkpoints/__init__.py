@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
+from .cache import cache_root
 from .specs import BENCH_SPECS, DEFAULT, TinySpec
 from .trained import DEFAULT_TRAINED, TrainedModelError, trained
 
@@ -46,13 +46,6 @@ def specs() -> dict[str, TinySpec]:
     from ..families.vllm import families
 
     return {name: family.checkpoint for name, family in families().items() if family.checkpoint}
-
-
-def cache_root() -> Path:
-    """Where checkpoints are cached: ``$NNTERP_WIDGETS_CACHE`` or ``~/.cache/nnterp_widgets``."""
-    root = os.environ.get("NNTERP_WIDGETS_CACHE")
-    base = Path(root) if root else Path.home() / ".cache" / "nnterp_widgets"
-    return base / "checkpoints"
 
 
 def _key(spec: TinySpec) -> str:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .cache import cache_root
+
 #: Bumped whenever what the converter writes changes, so old caches are not reused.
 CONVERTER_VERSION = 1
 #: Written last into a converted folder: without it (or with other sizes) it is rebuilt.
@@ -180,8 +182,6 @@ def _model(name: str) -> TrainedModel:
 
 
 def _default_root() -> Path:
-    from . import cache_root
-
     return cache_root().parent / "trained"
 
 

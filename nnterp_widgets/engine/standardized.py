@@ -28,18 +28,12 @@ from ..components.vllm.values import (
     unavailable,
     unbatched,
 )
+from ..components.vllm.root import LM_HEAD, NO_MASK, ROOT_UNAVAILABLE, ROOT_VALUES
 from ..families.vllm import Family, family_for
 from ..families.vllm.base import TRANSFORMERS
 from . import platform
 from .description import ModuleDescription, ValueDescription, describe_modules, describe_values
 
-#: Why there is no ``lm_head_output`` on vLLM.
-LM_HEAD = (
-    "vLLM never calls lm_head: its logits processor projects with lm_head's weight and "
-    "applies any softcap and scale in the same call, on the last position only; read logits"
-)
-#: Why there is no ``attention_mask`` on vLLM.
-NO_MASK = "a vLLM request is one unpadded sequence; there is no mask"
 #: What assigning ``next_token_probs`` says.
 PROBS_DERIVED = "next_token_probs is derived from the logits and cannot be assigned; assign model.logits instead"
 #: What assigning the request's inputs says.
@@ -56,17 +50,6 @@ STEP = "step is a generation step, 0 (the prefill) or more (a decode step); got 
 #: default (5 s) is always spent: the core waits seconds for its workers' teardown and is
 #: killed anyway. Killed sooner, its workers see their parent gone and exit on their own.
 CLOSE_TIMEOUT_S = 1.0
-#: Root value names, in ``support()`` order.
-ROOT_VALUES = (
-    "token_embeddings",
-    "input_ids",
-    "input_size",
-    "logits",
-    "next_token_probs",
-    "lm_head_output",
-    "attention_mask",
-)
-ROOT_UNAVAILABLE = {"lm_head_output": LM_HEAD, "attention_mask": NO_MASK}
 
 
 def _embed_in(model: "StandardizedVLLM") -> str:

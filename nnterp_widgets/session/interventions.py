@@ -44,6 +44,14 @@ from .intervention_results import (
     PatchResult,
     ablation_delta,
 )
+from .ablation import (
+    SITE_HOST,
+    UNKNOWN_SITE,
+    InterventionError,
+    ablate_heads,
+    check_heads,
+    check_site,
+)
 from .panels import LensPanel, Tokens
 from .probe import check_prompt
 
@@ -56,11 +64,6 @@ PATCH_INVOKES = 64
 #: Top-k of each lens cell in a pair comparison.
 LENS_K = 5
 
-HEADS_NOT_PAIRS = "ablate takes (layer, head) pairs of integers, got {item!r}"
-LAYER_OUT_OF_RANGE = "layer {layer} is out of range: this model has layers 0..{last}"
-HEAD_OUT_OF_RANGE = "head {head} is out of range: each layer has heads 0..{last}"
-UNKNOWN_SITE = "unknown site {site!r}; the sites are {sites}"
-SITE_UNAVAILABLE = "{site} is not available on this model: {reason}"
 TOKEN_COUNTS = (
     "the clean prompt is {clean} tokens and the corrupted prompt {corrupted} tokens; "
     "patching needs the same number of tokens in both"
@@ -74,51 +77,8 @@ NO_DIFFERENCE = (
     "there is nothing for a patch to restore"
 )
 
-_SITE_HOST = {
-    "layer_output": "",
-    "attention_output": "self_attn",
-    "mlp_output": "mlp",
-    "attention_head_outputs": "self_attn",
-}
-
-
-class InterventionError(ValueError):
-    """An intervention the engine cannot run as asked: said before any request."""
-
 
 # -- checks (client side, before any request) ------------------------------------------
-
-
-def check_heads(model, heads) -> tuple[tuple[int, int], ...]:
-    """``heads`` as sorted, distinct ``(layer, head)`` pairs; `InterventionError` if any
-    is not a pair of ints or is out of range, or the model serves no head outputs."""
-    chosen = set()
-    for item in heads:
-        if (
-            not isinstance(item, (tuple, list))
-            or len(item) != 2
-            or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in item)
-        ):
-            raise InterventionError(HEADS_NOT_PAIRS.format(item=item))
-        layer, head = int(item[0]), int(item[1])
-        if not 0 <= layer < model.num_layers:
-            raise InterventionError(LAYER_OUT_OF_RANGE.format(layer=layer, last=model.num_layers - 1))
-        if not 0 <= head < model.num_heads:
-            raise InterventionError(HEAD_OUT_OF_RANGE.format(head=head, last=model.num_heads - 1))
-        chosen.add((layer, head))
-    if chosen:
-        _check_site(model, "attention_head_outputs")
-    return tuple(sorted(chosen))
-
-
-def _check_site(model, site: str) -> None:
-    if site not in SITES:
-        raise InterventionError(UNKNOWN_SITE.format(site=site, sites=", ".join(SITES)))
-    for layer in model.layers:
-        host = getattr(layer, _SITE_HOST[site]) if _SITE_HOST[site] else layer
-        reason = host.unavailable_reason(site)
-        if reason is not None:
-            raise InterventionError(SITE_UNAVAILABLE.format(site=site, reason=reason))
 
 
 def one_token(model, token, role: str) -> tuple[int, str]:
@@ -158,25 +118,9 @@ def _tokens(model, ids) -> Tokens:
 # -- inside a trace (run in the engine's worker) -------------------------------------
 
 
-def ablate_heads(model, heads, layer: int | None = None) -> None:
-    """Zero the listed heads' contributions (their slice of ``attention_head_outputs``).
-
-    Call inside an invoke, with ``heads`` checked by `check_heads`, before the trace
-    reads anything at or after the first ablated layer's head outputs; or per layer
-    (``layer=i``) just before reading layer ``i``'s head outputs.
-    """
-    by_layer: dict[int, list[int]] = {}
-    for index, head in heads:
-        by_layer.setdefault(int(index), []).append(int(head))
-    for index in sorted(by_layer):
-        if layer is None or index == layer:
-            outputs = model.layers[index].self_attn.attention_head_outputs
-            outputs[:, :, by_layer[index]] = 0
-
-
 def _site_value(model, site: str, layer: int):
     block = model.layers[layer]
-    host = getattr(block, _SITE_HOST[site]) if _SITE_HOST[site] else block
+    host = getattr(block, SITE_HOST[site]) if SITE_HOST[site] else block
     return getattr(host, site)
 
 
@@ -257,7 +201,7 @@ def patch(
     clean_ids, corrupted_ids, (answer_id, answer_text), (foil_id, foil_text) = check_pair(
         model, clean, corrupted, answer, foil
     )
-    _check_site(model, site)
+    check_site(model, site)
     if chunk < 1:
         raise InterventionError(f"chunk must be at least 1, got {chunk}")
     pair = [answer_id, foil_id]

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from .ablation import ablate_heads, check_heads
 from .intervention_results import ablation_delta
 from .panels import (
     PATTERN_SIDE,
@@ -152,8 +153,6 @@ def check_size(estimate: int, limit: int, advice: str) -> None:
 
 def check_ablate(model, ablate: Sequence) -> tuple[tuple[int, int], ...]:
     """``ablate`` as sorted, distinct ``(layer, head)`` pairs, checked against the model."""
-    from .interventions import check_heads
-
     return check_heads(model, ablate) if ablate else ()
 
 
@@ -174,8 +173,6 @@ def _ablate(model, heads: tuple, layer: int) -> None:
     """Zero ``heads``' outputs in block ``layer``: nnsight takes an invoke's reads and
     writes in execution order, so ablation happens block by block between the reads."""
     if any(index == layer for index, _ in heads):
-        from .interventions import ablate_heads
-
         ablate_heads(model, heads, layer=layer)
 
 

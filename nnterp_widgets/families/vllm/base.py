@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ...checkpoints.specs import TinySpec
+from .tiny import TinySpec
 from ...components.vllm.attention import Attention
 from ...components.vllm.layer import FusedLayer, Layer
 from ...components.vllm.mlp import GatedMLP

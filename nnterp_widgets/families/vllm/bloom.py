@@ -1,6 +1,6 @@
 """BLOOM: plain stream, ALiBi, a layer norm on the embedding, exact-GELU MLP on vLLM."""
 
-from ...checkpoints.specs import TinySpec
+from .tiny import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
 from .base import AVX2, H200, Family

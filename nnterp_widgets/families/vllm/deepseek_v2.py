@@ -8,7 +8,7 @@ inputs are not the heads' queries/keys/values. So the block serves
 dense gated MLPs and serve their neurons; the rest are mixtures of experts.
 """
 
-from ...checkpoints.specs import EXPERT_SIZE, MOE, TinySpec
+from .tiny import EXPERT_SIZE, MOE, TinySpec
 from ...components.vllm.attention import INTERIOR
 from ...components.vllm.layer import StandardEnvoy, _contribution, _tensor_out, _tensor_out_back
 from ...components.vllm.mlp import GatedMLP, RoutedMLP

@@ -2,7 +2,7 @@
 
 from dataclasses import replace
 
-from ...checkpoints.specs import TinySpec
+from .tiny import TinySpec
 from .deepseek_v2 import DEEPSEEK_NOTES, DEEPSEEK_SHAPE, FAMILY as DEEPSEEK_V2, LATENT
 
 __all__ = ["FAMILY", "LATENT"]

@@ -9,7 +9,7 @@ once, before the biases: a contribution is that sum plus the bias, and a written
 goes back as equal shares.
 """
 
-from ...checkpoints.specs import TinySpec
+from .tiny import TinySpec
 from ...components.vllm.attention import Attention
 from ...components.vllm.layer import PlainLayer, _contribution, share_of_sum, whole_sum
 from ...components.vllm.mlp import PlainMLP

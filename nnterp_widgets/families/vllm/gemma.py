@@ -1,6 +1,6 @@
 """Gemma: fused pair, gated tanh-GELU MLP, (1 + w) RMS norms, a scaled embedding."""
 
-from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
+from .tiny import LLAMA_SHAPE, TinySpec
 from .base import AVX2, H200, Family
 from .testing import LLAMA_NAMES
 

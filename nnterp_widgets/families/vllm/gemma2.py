@@ -6,7 +6,7 @@ to the stream, so those norms' outputs are the contributions
 projects with the embedding, which is therefore both ``embed_tokens`` and ``lm_head``.
 """
 
-from ...checkpoints.specs import LLAMA_SHAPE, SLIDING_THEN_FULL, WINDOW, TinySpec
+from .tiny import LLAMA_SHAPE, SLIDING_THEN_FULL, WINDOW, TinySpec
 from ...components.vllm.post_norm import PostNormAttention, PostNormMLP
 from .base import AVX2, Family, H200
 from .gemma import SCALED_EMBEDDING

@@ -1,6 +1,6 @@
 """Gemma-3 (text): Gemma-2's post-norm block plus per-head q/k norms, sliding and full layers."""
 
-from ...checkpoints.specs import LLAMA_SHAPE, SLIDING_THEN_FULL, WINDOW, TinySpec
+from .tiny import LLAMA_SHAPE, SLIDING_THEN_FULL, WINDOW, TinySpec
 from ...components.vllm.post_norm import PostNormAttention, PostNormMLP
 from .base import AVX2, H200, Family
 from .gemma import SCALED_EMBEDDING

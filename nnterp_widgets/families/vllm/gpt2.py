@@ -1,6 +1,6 @@
 """GPT-2: a plain stream, a plain GELU MLP (``c_fc`` -> act -> ``c_proj``), tied head."""
 
-from ...checkpoints.specs import TinySpec
+from .tiny import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
 from .base import AVX2, Family, H200

@@ -1,6 +1,6 @@
 """GPT-NeoX (Pythia): on vLLM's Transformers backend; a parallel block, plain GELU MLP."""
 
-from ...checkpoints.specs import TinySpec
+from .tiny import TinySpec
 from ...components.vllm.mlp import PlainMLP
 from ...components.vllm.transformers_backend import TransformersLayer
 from .base import TRANSFORMERS, Family

@@ -5,7 +5,7 @@ sum. Rotary on part of each head (``rotary_dim``); the head has a bias, which th
 logits processor adds.
 """
 
-from ...checkpoints.specs import TinySpec
+from .tiny import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
 from .base import AVX2, H200, Family

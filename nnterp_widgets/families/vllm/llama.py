@@ -1,6 +1,6 @@
 """Llama: fused ``(hidden, residual)`` blocks, gated SiLU MLP, rotary attention."""
 
-from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
+from .tiny import LLAMA_SHAPE, TinySpec
 from .base import AVX2, H200, Family
 from .testing import LLAMA_NAMES
 

@@ -1,6 +1,6 @@
 """Mistral: Llama's shape on vLLM's own Mistral classes (fused pair, gated SiLU MLP)."""
 
-from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
+from .tiny import LLAMA_SHAPE, TinySpec
 from .base import AVX2, H200, Family
 from .testing import LLAMA_NAMES
 

@@ -1,6 +1,6 @@
 """Mixtral: Llama's block with a mixture of experts (``block_sparse_moe``) on every layer."""
 
-from ...checkpoints.specs import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
+from .tiny import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
 from ...components.vllm.mlp import RoutedMLP
 from .base import AVX2, H200, Family
 from .testing import EXPERTS_NAMES

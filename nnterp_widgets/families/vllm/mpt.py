@@ -6,7 +6,7 @@ stream, ALiBi, a plain GELU MLP ``ffn``, the head tied to ``transformer.wte``), 
 engine that runs MPT again serves it; tests/test_families.py runs it when one does.
 """
 
-from ...checkpoints.specs import TinySpec
+from .tiny import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
 from .base import Family, H200

@@ -1,6 +1,6 @@
 """OLMo-2: on vLLM's Transformers backend; post-norm blocks, gated SiLU MLP, q/k norms."""
 
-from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
+from .tiny import LLAMA_SHAPE, TinySpec
 from ...components.vllm.post_norm import PostNormAttention, PostNormMLP
 from ...components.vllm.transformers_backend import TransformersLayer
 from .base import TRANSFORMERS, Family

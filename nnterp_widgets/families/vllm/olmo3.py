@@ -1,6 +1,6 @@
 """OLMo-3: OLMo-2's block with alternating sliding-window and full attention."""
 
-from ...checkpoints.specs import LLAMA_SHAPE, SLIDING_THEN_FULL, WINDOW, TinySpec
+from .tiny import LLAMA_SHAPE, SLIDING_THEN_FULL, WINDOW, TinySpec
 from ...components.vllm.post_norm import PostNormAttention, PostNormMLP
 from ...components.vllm.transformers_backend import TransformersLayer
 from .base import TRANSFORMERS, Family

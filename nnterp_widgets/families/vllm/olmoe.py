@@ -1,6 +1,6 @@
 """OLMoE: routed experts on every block, q/k norms over all heads."""
 
-from ...checkpoints.specs import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
+from .tiny import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
 from ...components.vllm.mlp import RoutedMLP
 from .base import AVX2, H200, Family
 from .testing import EXPERTS_NAMES

@@ -1,6 +1,6 @@
 """Phi (1, 1.5, 2): on vLLM's Transformers backend; a parallel block, plain GELU MLP, head bias."""
 
-from ...checkpoints.specs import TinySpec
+from .tiny import TinySpec
 from ...components.vllm.mlp import PlainMLP
 from ...components.vllm.transformers_backend import TransformersLayer
 from .base import TRANSFORMERS, Family

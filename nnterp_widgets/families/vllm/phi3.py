@@ -1,6 +1,6 @@
 """Phi-3: vLLM runs it on its Llama classes (``LlamaDecoderLayer``), fused pair."""
 
-from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
+from .tiny import LLAMA_SHAPE, TinySpec
 from .base import AVX2, H200, Family
 from .testing import LLAMA_NAMES
 

@@ -1,6 +1,6 @@
 """Qwen2 (and Qwen2.5): Llama-shaped, fused ``(hidden, residual)`` blocks, gated MLP."""
 
-from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
+from .tiny import LLAMA_SHAPE, TinySpec
 from .base import AVX2, Family, H200
 from .testing import LLAMA_NAMES
 

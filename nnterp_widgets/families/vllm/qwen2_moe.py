@@ -5,7 +5,7 @@ A block is sparse unless it is in ``mlp_only_layers`` or off the
 ordinary gated MLP and serves its neurons.
 """
 
-from ...checkpoints.specs import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
+from .tiny import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
 from ...components.vllm.mlp import GatedMLP, RoutedMLP
 from .base import AVX2, H200, Family
 from .testing import LLAMA_NAMES

@@ -1,6 +1,6 @@
 """Qwen3: Qwen2's block with per-head q/k RMS norms before rotary."""
 
-from ...checkpoints.specs import LLAMA_SHAPE, TinySpec
+from .tiny import LLAMA_SHAPE, TinySpec
 from .base import AVX2, H200, Family
 from .testing import LLAMA_NAMES
 

@@ -1,6 +1,6 @@
 """Qwen3-MoE: Qwen3's attention (q/k norms) with routed experts; some blocks may be dense."""
 
-from ...checkpoints.specs import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
+from .tiny import EXPERT_SIZE, LLAMA_SHAPE, MOE, TinySpec
 from ...components.vllm.mlp import RoutedMLP
 from .base import AVX2, H200, Family
 from .qwen2_moe import sparse_step_overrides

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from . import families, known
+from ...components.vllm.root import ROOT_UNAVAILABLE
 from .base import AMX, AVX2
 
 #: Where the table lives in the repository.
@@ -23,7 +24,7 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "families.md"
 
 #: Modules whose upper-case string constants are reasons the table names.
 _REASON_MODULES = (
-    "nnterp_widgets.engine.standardized",
+    "nnterp_widgets.components.vllm.root",
     "nnterp_widgets.components.vllm.mlp",
     "nnterp_widgets.components.vllm.attention",
     "nnterp_widgets.components.vllm.transformers_backend",
@@ -48,8 +49,6 @@ def _cell(text: str) -> str:
 
 def render() -> str:
     """The whole of docs/families.md."""
-    from ...engine.standardized import ROOT_UNAVAILABLE
-
     names = _reason_names()
     used: dict[str, str] = {}
 

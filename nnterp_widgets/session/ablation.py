@@ -1,0 +1,81 @@
+"""Which heads to ablate, checked, and their ablation inside a trace.
+
+Shared by the prompt request (`probe`, which ablates block by block between its reads)
+and the interventions (`interventions`), so neither imports the other for it::
+
+    heads = check_heads(model, [(3, 1), (5, 0)])     # before the trace: clear errors
+    with model.trace(text, temperature=0.0, max_tokens=1):
+        ablate_heads(model, heads)                    # before any read at those layers
+        probs = model.next_token_probs.save()
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .intervention_results import SITES
+
+HEADS_NOT_PAIRS = "ablate takes (layer, head) pairs of integers, got {item!r}"
+LAYER_OUT_OF_RANGE = "layer {layer} is out of range: this model has layers 0..{last}"
+HEAD_OUT_OF_RANGE = "head {head} is out of range: each layer has heads 0..{last}"
+UNKNOWN_SITE = "unknown site {site!r}; the sites are {sites}"
+SITE_UNAVAILABLE = "{site} is not available on this model: {reason}"
+
+SITE_HOST = {
+    "layer_output": "",
+    "attention_output": "self_attn",
+    "mlp_output": "mlp",
+    "attention_head_outputs": "self_attn",
+}
+
+
+class InterventionError(ValueError):
+    """An intervention the engine cannot run as asked: said before any request."""
+
+
+def check_heads(model, heads) -> tuple[tuple[int, int], ...]:
+    """``heads`` as sorted, distinct ``(layer, head)`` pairs; `InterventionError` if any
+    is not a pair of ints or is out of range, or the model serves no head outputs."""
+    chosen = set()
+    for item in heads:
+        if (
+            not isinstance(item, (tuple, list))
+            or len(item) != 2
+            or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in item)
+        ):
+            raise InterventionError(HEADS_NOT_PAIRS.format(item=item))
+        layer, head = int(item[0]), int(item[1])
+        if not 0 <= layer < model.num_layers:
+            raise InterventionError(LAYER_OUT_OF_RANGE.format(layer=layer, last=model.num_layers - 1))
+        if not 0 <= head < model.num_heads:
+            raise InterventionError(HEAD_OUT_OF_RANGE.format(head=head, last=model.num_heads - 1))
+        chosen.add((layer, head))
+    if chosen:
+        check_site(model, "attention_head_outputs")
+    return tuple(sorted(chosen))
+
+
+def check_site(model, site: str) -> None:
+    if site not in SITES:
+        raise InterventionError(UNKNOWN_SITE.format(site=site, sites=", ".join(SITES)))
+    for layer in model.layers:
+        host = getattr(layer, SITE_HOST[site]) if SITE_HOST[site] else layer
+        reason = host.unavailable_reason(site)
+        if reason is not None:
+            raise InterventionError(SITE_UNAVAILABLE.format(site=site, reason=reason))
+
+
+def ablate_heads(model, heads, layer: int | None = None) -> None:
+    """Zero the listed heads' contributions (their slice of ``attention_head_outputs``).
+
+    Call inside an invoke, with ``heads`` checked by `check_heads`, before the trace
+    reads anything at or after the first ablated layer's head outputs; or per layer
+    (``layer=i``) just before reading layer ``i``'s head outputs.
+    """
+    by_layer: dict[int, list[int]] = {}
+    for index, head in heads:
+        by_layer.setdefault(int(index), []).append(int(head))
+    for index in sorted(by_layer):
+        if layer is None or index == layer:
+            outputs = model.layers[index].self_attn.attention_head_outputs
+            outputs[:, :, by_layer[index]] = 0
