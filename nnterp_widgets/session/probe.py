@@ -320,10 +320,6 @@ def run_prompt(
     return PromptResult(prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8), ablation)
 
 
-#: The request's former name.
-probe = run_prompt
-
-
 def run_attention(
     model,
     prompt: str,

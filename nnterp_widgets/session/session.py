@@ -297,7 +297,7 @@ class Session:
         """The engine's value descriptions (see `StandardizedVLLM.describe`), on ``step`` if given."""
         return self._engine().describe(tokens, step)
 
-    # Interventions (issue 17): each one call on the worker; see `interventions`.
+    # Interventions: each one call on the worker; see `interventions`.
     def patch(self, clean: str, corrupted: str, answer, foil, site: str = "layer_output", key: str = "patch") -> Future:
         """Activation patching, clean into corrupted at every (layer, position) of ``site``
         (per head for ``attention_head_outputs``); resolves to a `PatchResult`."""

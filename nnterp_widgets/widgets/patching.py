@@ -93,7 +93,7 @@ class PatchPanel(PlotPanel):
         # The two maps side by side where the page is wide enough, else one under the other.
         *head, _, _ = self.children
         # The maps join the page when the first sweep lands: no bare axes before it, and
-        # no plotly view built inside a hidden box (suspected in a CI timeout, not proven).
+        # no plotly view built inside a hidden box, where its layout depends on timing.
         beside = ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")
         self.maps = ipywidgets.Box([], layout=beside)
         self.children = (*head, self.maps)
