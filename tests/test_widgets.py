@@ -661,3 +661,29 @@ def test_a_branch_from_the_generation_view_is_shown_beside_the_original(session,
     assert html.escape(show_token(result.forced_text)) in view.branch_output.value
     page = explorer.to_html()
     assert "<h2>Branch</h2>" in page
+
+
+def test_attention_and_lens_wait_inside_a_notebook_cell(session):
+    """In a cell the kernel's loop, which would show an answer, is blocked by the cell
+    itself: `wait` shows the answer there (it used to wait out its whole timeout)."""
+    import asyncio
+
+    text = "The Colosseum is in the city of Rome"
+    result = session.prompt(text, key="cell").result(120)  # its layer 1 and its windows are not cached
+
+    async def cell():
+        view = AttentionView(session=session, key="cell")  # built on the loop: answers go to it
+        lens = LogitLens(session=session, key="cell")
+        view.update(result)
+        lens.update(result)
+        view.layer = 1
+        panel = view.wait(60)
+        lens.window.value = (0, 2)
+        window = lens.wait(60)
+        view.close()
+        lens.close()
+        return panel, window
+
+    panel, window = asyncio.run(asyncio.wait_for(cell(), 180))
+    assert panel.layer == 1 and list(panel.tokens.texts) == list(result.tokens.texts)
+    assert (window.start, window.stop) == (0, 2)

@@ -31,7 +31,7 @@ import traitlets
 
 from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
 from .figures import attention_figure, attention_selection, head_grid_figure
-from .lifecycle import KernelThread
+from .lifecycle import KernelThread, Landing
 from .plot_panel import PlotPanel, clicked
 
 __all__ = ["AttentionView", "PREFILL_PATTERN", "DECODE_STEP_PATTERN"]
@@ -71,6 +71,7 @@ class AttentionView(PlotPanel):
         self.session = session
         self.key = key
         self._kernel = KernelThread()  # answers are shown from the kernel's thread
+        self._landing = Landing(self._kernel)
         self._idle = threading.Event()
         self._idle.set()
         self._error: BaseException | None = None
@@ -144,7 +145,7 @@ class AttentionView(PlotPanel):
         except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
             self._failed(error)
             return
-        future.add_done_callback(lambda done: self._kernel.call(self._zoom_landed, result, layer, done))
+        self._landing.ask(future, lambda: self._zoom_landed(result, layer, future))
 
     def zoom_out(self) -> None:
         """Back to the layer's whole pattern (no request)."""
@@ -184,7 +185,9 @@ class AttentionView(PlotPanel):
         self.step_note.value = PREFILL_PATTERN if reason is None else DECODE_STEP_PATTERN.format(step=step)
 
     def wait(self, timeout: float | None = 300) -> AttentionPanel | None:
-        """Block until the asked-for layer is on screen (for scripts and tests)."""
+        """Block until the asked-for layer is on screen (in a notebook cell too)."""
+        if not self._idle.is_set():
+            self._landing.wait(timeout, "pattern")
         if not self._idle.wait(timeout):
             raise TimeoutError(f"no pattern from the engine within {timeout} s")
         if self._error is not None:
@@ -280,7 +283,7 @@ class AttentionView(PlotPanel):
         except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
             self._failed(error)
             return
-        future.add_done_callback(lambda done: self._kernel.call(self._landed, result, layer, done))
+        self._landing.ask(future, lambda: self._landed(result, layer, future))
 
     def _landed(self, result: PromptResult, layer: int, future) -> None:
         if result is not self._result or layer != self.layer:

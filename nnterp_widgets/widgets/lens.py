@@ -28,7 +28,7 @@ from ..session.generation import LensModes
 from ..session.panels import LensPanel, PromptResult
 from .figures import lens_figure, selection_shapes
 from .generation_figures import lens_mode_figure
-from .lifecycle import KernelThread
+from .lifecycle import KernelThread, Landing
 from .plot_panel import PlotPanel, clicked
 from .position_window import PositionWindow
 
@@ -53,6 +53,7 @@ class LogitLens(PlotPanel):
         self._mode = "top-1"
         self._window_display = "none"  # the window's controls: shown for a long prompt
         self._kernel = KernelThread()  # answers are shown from the kernel's thread
+        self._landing = Landing(self._kernel)
         self._idle = threading.Event()
         self._idle.set()
         self._error: BaseException | None = None
@@ -105,7 +106,9 @@ class LogitLens(PlotPanel):
         self.message.value = note
 
     def wait(self, timeout: float | None = 300) -> LensPanel | None:
-        """Block until the asked-for window is on screen (for scripts and tests)."""
+        """Block until the asked-for window is on screen (in a notebook cell too)."""
+        if not self._idle.is_set():
+            self._landing.wait(timeout, "lens")
         if not self._idle.wait(timeout):
             raise TimeoutError(f"no lens from the engine within {timeout} s")
         if self._error is not None:
@@ -170,7 +173,7 @@ class LogitLens(PlotPanel):
         except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
             self._failed(error)
             return
-        future.add_done_callback(lambda done: self._kernel.call(self._landed, result, (start, stop), done))
+        self._landing.ask(future, lambda: self._landed(result, (start, stop), future))
 
     def _landed(self, result: PromptResult, window: tuple, future) -> None:
         if result is not self._result or tuple(self.window.value) != window or future.cancelled():

@@ -15,7 +15,7 @@ import concurrent.futures
 import threading
 from typing import Any, Callable
 
-__all__ = ["Asking", "KernelThread", "close_all"]
+__all__ = ["Asking", "KernelThread", "Landing", "close_all"]
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -41,6 +41,39 @@ class KernelThread:
             fn(*args)
         else:
             self.loop.call_soon_threadsafe(fn, *args)
+
+
+class Landing:
+    """The newest request of a view that shows its answer from the kernel's loop, so that
+    ``wait`` can show it itself when called in a cell: the cell blocks the loop the
+    answer is waiting for. ``ask(future, show)`` hands ``show()`` to the loop when the
+    future is done; ``wait(timeout)``, on the kernel's thread, waits for the future and
+    calls ``show()`` at once. ``show`` runs once either way."""
+
+    def __init__(self, kernel: KernelThread) -> None:
+        self._kernel = kernel
+        self._pending: tuple | None = None
+
+    def ask(self, future: concurrent.futures.Future, show: Callable[[], None]) -> None:
+        shown = threading.Event()
+
+        def once() -> None:
+            if not shown.is_set():
+                shown.set()
+                show()
+
+        self._pending = (future, once)
+        future.add_done_callback(lambda done: self._kernel.call(once))
+
+    def wait(self, timeout: float | None, what: str) -> None:
+        """On the kernel's thread, show the newest answer here (waiting for it)."""
+        pending = self._pending
+        if pending is None or not self._kernel.here():
+            return
+        future, once = pending
+        if not concurrent.futures.wait([future], timeout).done:
+            raise TimeoutError(f"no {what} from the engine within {timeout} s")
+        once()
 
 
 def close_all(widgets) -> None:
