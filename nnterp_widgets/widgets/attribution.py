@@ -61,20 +61,9 @@ class AttributionPanel(Asking, PlotPanel):
 
     def run(self) -> None:
         """Ask for the attribution of the prompt toward the boxes' answer and foil: one request."""
-        self._asked += 1
-        asked = self._asked
-        self._idle.clear()
-        self._error = None
         self.set_status("busy", "attributing")
-        try:
-            future = self.session.attribute(
-                self._prompt(), self.answer_box.value, self.foil_box.value or None, key=self.key
-            )
-        except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
-            self._failed(error)
-            return
-        self._future = (asked, future)
-        future.add_done_callback(lambda done: self._kernel.call(self._land, asked, done))
+        answer, foil = self.answer_box.value, self.foil_box.value or None
+        self._ask(lambda: self.session.attribute(self._prompt(), answer, foil, key=self.key))
 
     def wait(self, timeout: float | None = 300) -> Attribution | None:
         """Block until the newest request is shown (works in a notebook cell); re-raises its error."""

@@ -99,6 +99,22 @@ class Asking:
         self._future: tuple | None = None  # (asked, future) of the newest request
         self._shown = 0  # the newest request shown
 
+    def _ask(self, make: Callable[[], concurrent.futures.Future]) -> None:
+        """Ask the session as the newest request: ``make()`` sends it and returns its
+        future; the answer is shown by ``_land`` on the kernel's thread, an error raised
+        by ``make`` (bad input, a busy session) by ``_failed`` at once."""
+        self._asked += 1
+        asked = self._asked
+        self._idle.clear()
+        self._error = None
+        try:
+            future = make()
+        except Exception as error:  # noqa: BLE001 - shown in the widget, not raised into the comm
+            self._failed(error)
+            return
+        self._future = (asked, future)
+        future.add_done_callback(lambda done: self._kernel.call(self._land, asked, done))
+
     def _wait_shown(self, timeout: float | None, what: str) -> None:
         """Block until the newest request is shown; re-raise its error. In a cell on the
         kernel's thread the loop that would show the answer is blocked by the waiting

@@ -51,18 +51,9 @@ class OcclusionPanel(Asking, PlotPanel):
 
     def run(self) -> None:
         """Ask for the occlusion of the prompt toward the answer: one batched request per 64 positions."""
-        self._asked += 1
-        asked = self._asked
-        self._idle.clear()
-        self._error = None
         self.set_status("busy", f"occluding each token ({self.mode_picker.value})")
-        try:
-            future = self.session.occlude(self._prompt(), self.answer_box.value, self.mode_picker.value, key=self.key)
-        except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
-            self._failed(error)
-            return
-        self._future = (asked, future)
-        future.add_done_callback(lambda done: self._kernel.call(self._land, asked, done))
+        answer, mode = self.answer_box.value, self.mode_picker.value
+        self._ask(lambda: self.session.occlude(self._prompt(), answer, mode, key=self.key))
 
     def wait(self, timeout: float | None = 300) -> Occlusion | None:
         """Block until the newest request is shown (works in a notebook cell); re-raises its error."""

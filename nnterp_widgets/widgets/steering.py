@@ -87,15 +87,16 @@ class SteerPanel(Asking, ipywidgets.VBox):
 
     def run(self) -> None:
         """Ask for the vector (when its prompts or layer changed), then both continuations."""
-        self._asked += 1
-        asked = self._asked
-        self._idle.clear()
-        self._error = None
         self.output.value = ""  # no stale continuations under a new request
+        self.message.value = "… steering"
+        self._ask(self._steered)
+
+    def _steered(self) -> Future:
+        """The vector (asked again only when its prompts or layer changed), then both
+        continuations: one future for the two requests."""
         inputs = (self.positive_box.value, self.negative_box.value, self.layer_input.value)
         asks = (self._prompt(), self.layer_input.value, self.coefficient_slider.value, self.tokens_input.value)
-        self.message.value = "… steering"
-        combined: Future = Future()  # the vector (when its inputs changed), then both continuations
+        combined: Future = Future()
 
         def steer_with(vector) -> None:
             prompt, layer, coefficient, tokens = asks
@@ -113,16 +114,11 @@ class SteerPanel(Asking, ipywidgets.VBox):
             self.vector, self._vector_inputs = done.result(), inputs
             steer_with(self.vector)
 
-        try:
-            if inputs != self._vector_inputs or self.vector is None:
-                self.session.steering_vector(*inputs, key=f"{self.key}-vector").add_done_callback(with_vector)
-            else:
-                steer_with(self.vector)
-        except Exception as error:  # noqa: BLE001 - shown in the panel, not raised into the comm
-            self._failed(error)
-            return
-        self._future = (asked, combined)
-        combined.add_done_callback(lambda done: self._kernel.call(self._land, asked, done))
+        if inputs != self._vector_inputs or self.vector is None:
+            self.session.steering_vector(*inputs, key=f"{self.key}-vector").add_done_callback(with_vector)
+        else:
+            steer_with(self.vector)
+        return combined
 
     def wait(self, timeout: float | None = 300) -> SteerResult | None:
         """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
