@@ -25,27 +25,12 @@ import time
 import torch
 
 from common import ENGINE_KWARGS, median_seconds, report
+from scale import prompt_of, raw_forward
 
 LENGTHS = (16, 128, 512)
 LENS_WINDOW = 32
 CLEAN = "The Eiffel Tower is in the city of"
 CORRUPTED = "The Colosseum is in the city of"
-
-
-def text_of(tokenizer, tokens: int) -> str:
-    words = "The Eiffel Tower is in the city of Paris, and the Colosseum is in the city of Rome. "
-    text = words * (tokens // 8 + 2)
-    ids = tokenizer(text)["input_ids"][:tokens]
-    return tokenizer.decode(ids)
-
-
-def raw_forward(text: str):
-    def run(model):
-        with model.trace(text, temperature=0.0, max_tokens=1):
-            logits = model.logits.cpu().save()
-        return logits
-
-    return run
 
 
 def forward_and_lens(text: str, window: int):
@@ -90,7 +75,7 @@ def main() -> str:
         return median_seconds(fn, repeat=repeat, warmup=1)
 
     for tokens in LENGTHS:
-        text = text_of(tokenizer, tokens)
+        text = prompt_of(tokenizer, tokens)
         repeat = 5 if tokens <= 128 else 3
         forward = timed(lambda: session.request("forward", raw_forward(text)).result(), repeat)
         lens = timed(lambda: session.request("lens", forward_and_lens(text, min(LENS_WINDOW, tokens))).result(), repeat)

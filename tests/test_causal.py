@@ -153,11 +153,11 @@ def test_a_branch_on_the_written_token_or_out_of_range_is_refused(session):
 
 @pytest.mark.parametrize("mode", ["replace", "drop"])
 def test_occlusion_is_transformers_on_each_occluded_prompt(session, mode):
-    from nnterp_widgets.session.occlusion import variants
+    from nnterp_widgets.session.occlusion import occlusion_requests, variants
 
     result = session.occlude(PROMPT, " Paris", mode=mode).result(120)
     ids = list(result.tokens.ids)
-    assert result.logits.shape == (len(ids),) and result.requests == 1
+    assert result.logits.shape == (len(ids),) and result.requests == occlusion_requests(len(ids)) == 1
     clean = hf_answer(ids, result.answer)
     assert result.clean_logit == pytest.approx(clean[0], abs=1e-4)
     for position, occluded in enumerate(variants(ids, mode, result.neutral)):

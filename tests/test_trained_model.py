@@ -16,7 +16,6 @@ import pytest
 import torch
 
 from nnterp_widgets.checkpoints import trained
-from nnterp_widgets.session.attribution import attribute
 from reference import reference_attention, reference_attribution, reference_values
 from traces import trace_values
 from tour_claims import (
@@ -171,7 +170,7 @@ def test_the_head_that_writes_the_answer_matters(trained_session):
 
 
 def test_attribution_matches_transformers_and_adds_up(trained_session):
-    answer_foil = _on_worker(trained_session, lambda engine: attribute(engine, CLEAN, ANSWER, FOIL))
+    answer_foil = trained_session.attribute(CLEAN, ANSWER, FOIL).result()
     reference = reference_attribution(str(trained()), "llama", CLEAN, answer_foil.answer, answer_foil.foil)
     scale = abs(reference["metric"])
     np.testing.assert_allclose(answer_foil.metric, reference["metric"], atol=1e-4 * scale + 1e-4)

@@ -65,6 +65,8 @@ NEEDS_TARGET = "the {mode!r} mode shows a target token's {mode}: follow a target
 UNKNOWN_MODE = "unknown lens mode {mode!r}; the modes are {modes}"
 STEP_RANGE = "step {step} is out of range: this generation has steps 0..{last}"
 IDS_NOT_INTS = "a prompt given as token ids is a non-empty list of ints"
+IDS_OUT_OF_VOCAB = "the prompt's token id {id} is outside the vocabulary (ids 0..{last})"
+IDS_TOO_LONG = "the prompt is {count} tokens, and this engine takes at most {most} (max_model_len={limit})"
 
 
 class GenerationError(ProbeError):
@@ -321,7 +323,7 @@ def resolve_target(model, target: Any) -> Target | None:
     return Target(int(target), tokenizer.decode([int(target)]))
 
 
-def _sampling(sampling: dict) -> dict:
+def sampling_settings(sampling: dict) -> dict:
     """vLLM's sampling settings over `GREEDY`; the length is ``max_tokens``'s alone."""
     if "max_new_tokens" in sampling:  # nnsight's spelling of max_tokens
         raise GenerationError(MAX_TOKENS_TWICE.format(name="max_new_tokens"))
@@ -355,15 +357,12 @@ def check_ids(model, ids: Any) -> list[int]:
     ids = list(ids)
     if not ids or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in ids):
         raise GenerationError(IDS_NOT_INTS)
-    if not all(0 <= int(i) < model.vocab_size for i in ids):
-        raise GenerationError(
-            TARGET_OUT_OF_VOCAB.format(
-                id=next(i for i in ids if not 0 <= int(i) < model.vocab_size), last=model.vocab_size - 1
-            )
-        )
+    outside = [int(i) for i in ids if not 0 <= int(i) < model.vocab_size]
+    if outside:
+        raise GenerationError(IDS_OUT_OF_VOCAB.format(id=outside[0], last=model.vocab_size - 1))
     limit = model.max_model_len
     if limit is not None and len(ids) >= limit:
-        raise ProbeError(f"the prompt is {len(ids)} tokens, and this engine takes at most {limit - 1}")
+        raise GenerationError(IDS_TOO_LONG.format(count=len(ids), most=limit - 1, limit=limit))
     return [int(i) for i in ids]
 
 
@@ -404,7 +403,7 @@ def generate(
     prompt_ids = check_prompt(model, prompt) if isinstance(prompt, str) else check_ids(model, prompt)
     max_tokens = check_max_tokens(model, prompt_ids, max_tokens)
     followed = resolve_target(model, target)
-    settings = _sampling(sampling)
+    settings = sampling_settings(sampling)
     target_id = None if followed is None else followed.id
     source = prompt if isinstance(prompt, str) else prompt_ids
     with model.trace(source, max_tokens=max_tokens, **settings) as tracer:

@@ -25,17 +25,17 @@ from .generation import (
     GENERATE_TOKENS,
     GenerationError,
     GenerationResult,
-    _sampling,
     check_max_tokens,
     generation_result,
+    sampling_settings,
     step_reads,
 )
+from .ablation import LAYER_OUT_OF_RANGE
 from .probe import LENS_K, check_prompt
 
 VECTOR_WIDTH = "the steering vector has {got} numbers; this model's stream has {want} (hidden_size)"
 VECTOR_NOT_FINITE = "the steering vector holds a value that is not finite (NaN or infinity)"
 VECTOR_SHAPE = "the steering vector is one row of numbers, shape [{want}]; got shape {shape}"
-LAYER_RANGE = "layer {layer} is out of range: this model has layers 0..{last}"
 COEFFICIENT = "the coefficient must be a finite number; got {value!r}"
 OVERFLOW = "the vector times {coefficient} overflows float32 (the vector's norm is {norm:.3g}): lower the coefficient"
 DID_NOT_FINISH = (
@@ -95,7 +95,7 @@ def check_vector(model, vector: Any) -> torch.Tensor:
 
 def check_layer(model, layer: Any) -> int:
     if isinstance(layer, bool) or not isinstance(layer, numbers.Integral) or not 0 <= int(layer) < model.num_layers:
-        raise SteeringError(LAYER_RANGE.format(layer=layer, last=model.num_layers - 1))
+        raise SteeringError(LAYER_OUT_OF_RANGE.format(layer=layer, last=model.num_layers - 1))
     return int(layer)
 
 
@@ -140,7 +140,7 @@ def steer(
     if not torch.isfinite(added).all():
         raise SteeringError(OVERFLOW.format(coefficient=coefficient, norm=float(direction.norm())))
     layer = check_layer(model, layer)
-    settings = _sampling(sampling)
+    settings = sampling_settings(sampling)
     with model.trace(max_tokens=max_tokens, **settings) as tracer:
         out = dict().save()
         with tracer.invoke(prompt):
