@@ -9,7 +9,9 @@ One session on `checkpoints.trained()`. Per prompt length (16, 128, 512 tokens):
   the raw forward (one trace saving the logits) and the raw forward plus the lens's own
   arithmetic (per layer: the final norm and the vocabulary projection of the window's
   positions, softmax and top-5: layers x window x hidden x vocab multiply-adds);
-* the attribution request (`session.attribute`) against the prompt request.
+* the attribution request (`session.attribute`) against the prompt request;
+* the contribution graph's request (`session.contributions`: every block's shares of
+  every position, layers x tokens² x hidden) against the raw forward and the prompt request.
 
 And a patching sweep (`session.patch`, 30 layers x 9 positions of the tour's pair)
 against the batched forward of as many prompts (the corrupted prompt as one invoke each,
@@ -81,6 +83,8 @@ def main() -> str:
         lens = timed(lambda: session.request("lens", forward_and_lens(text, min(LENS_WINDOW, tokens))).result(), repeat)
         prompt = timed(lambda: session.prompt(text).result(), repeat)
         attribution = timed(lambda: session.attribute(text, " Paris", " Rome").result(), repeat)
+        graph = timed(lambda: session.contributions(text).result(), repeat)
+        edges = len(session.contributions(text).result().shares)
         rows += [
             (f"{tokens} tokens: raw forward (logits)", f"{forward * 1e3:.0f} ms"),
             (f"{tokens} tokens: forward + lens arithmetic", f"{lens * 1e3:.0f} ms"),
@@ -89,6 +93,9 @@ def main() -> str:
             (f"{tokens} tokens: prompt / (forward + lens)", f"{prompt / lens:.2f}"),
             (f"{tokens} tokens: attribution request", f"{attribution * 1e3:.0f} ms"),
             (f"{tokens} tokens: attribution / prompt", f"{attribution / prompt:.2f}"),
+            (f"{tokens} tokens: contribution graph request", f"{graph * 1e3:.0f} ms ({edges} edges ≥ 1%)"),
+            (f"{tokens} tokens: graph / forward", f"{graph / forward:.2f}"),
+            (f"{tokens} tokens: graph / prompt", f"{graph / prompt:.2f}"),
         ]
     pair = [
         tokenizer(" Paris", add_special_tokens=False)["input_ids"][0],

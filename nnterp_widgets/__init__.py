@@ -13,6 +13,7 @@ from .errors import Unavailable
 __all__ = [
     "AttentionView",
     "AttributionPanel",
+    "ContributionPanel",
     "Explorer",
     "LogitLens",
     "ModuleTree",
@@ -29,6 +30,7 @@ _LAZY = {
     "ModuleTree": "widgets.tree",
     "AttentionView": "widgets.attention",
     "AttributionPanel": "widgets.attribution",
+    "ContributionPanel": "widgets.contributions",
     "LogitLens": "widgets.lens",
     "PatchPanel": "widgets.patching",
 }

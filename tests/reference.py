@@ -381,3 +381,52 @@ def reference_attribution(path: str, family: str, prompt: str, answer: int, foil
         "embedding": float(effect(values[("layer_input", 0)][0, -1])),
         "metric": float(metric),
     }
+
+
+def reference_contributions(path: str, family: str, prompt: str) -> dict:
+    """The contribution graph's shares in transformers, from the formulas (float64):
+    per block, ``z[i, j] = sum_h A_h[i, j] * W_O[:, h] v_h[j]`` from the captured pattern
+    and values and the output projection's weight, the stream, the block's attention and
+    MLP outputs, and each part's share ``max(0, |y|_1 - |y - c|_1)`` normalised over the
+    parts of its sum.
+
+    Returns ``{"attention": [layers, query, key], "residual", "bias", "through", "mlp":
+    [layers, tokens]}`` (float64 numpy).
+    """
+
+    model, _ = hf_reference(path, family)
+    names = names_of(family)
+    values = reference_values(path, family, prompt)
+    interior = reference_attention(path, family, prompt)
+
+    def shares(whole: torch.Tensor, parts: torch.Tensor) -> torch.Tensor:
+        proximity = (whole.abs().sum(-1, keepdim=True) - (whole.unsqueeze(-2) - parts).abs().sum(-1)).clamp_min(0)
+        return torch.nan_to_num(proximity / proximity.sum(-1, keepdim=True))  # parts that cancel: 0
+
+    found = {k: [] for k in ("attention", "residual", "bias", "through", "mlp")}
+    for index, layer in enumerate(_get(model, names.layers)):
+        block = _get(layer, names.attention)
+        projection = next(
+            getattr(block, n) for n in OUT_PROJECTIONS if isinstance(getattr(block, n, None), torch.nn.Module)
+        )
+        weight = _linear_weight(projection).detach().double()
+        bias = projection.bias.detach().double() if projection.bias is not None else weight.new_zeros(weight.shape[0])
+        value = interior[("attention_values", index)][0].double()  # [kv_heads, tokens, head_dim]
+        pattern = interior[("attention_probabilities", index)][0].double()  # [heads, query, key]
+        heads = pattern.shape[0]
+        value = value.repeat_interleave(heads // value.shape[0], dim=0)
+        messages = torch.einsum("ohd,hkd->kho", weight.reshape(weight.shape[0], heads, -1), value)
+        sent = torch.einsum("hqk,kho->qko", pattern, messages)
+        stream = values[("layer_input", index)][0].double()
+        attention = values[("attention_output", index)][0].double()
+        mlp = values[("mlp_output", index)][0].double()
+        tokens = stream.shape[0]
+        parts = torch.cat([stream[:, None], bias.expand(tokens, 1, -1), sent], dim=1)
+        step = shares(stream + attention, parts)
+        found["residual"].append(step[:, 0])
+        found["bias"].append(step[:, 1])
+        found["attention"].append(step[:, 2:])
+        last = shares(stream + attention + mlp, torch.stack([stream + attention, mlp], dim=1))
+        found["through"].append(last[:, 0])
+        found["mlp"].append(last[:, 1])
+    return {name: torch.stack(parts).cpu().numpy() for name, parts in found.items()}

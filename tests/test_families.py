@@ -278,3 +278,35 @@ def test_attribution_matches_transformers_and_adds_up(engine, values):
     np.testing.assert_allclose(got.heads, want["heads"], atol=1e-4 * scale)
     np.testing.assert_allclose(got.mlps, want["mlps"], atol=1e-4 * scale)
     np.testing.assert_allclose(got.attention, want["attention"], atol=1e-4 * scale)
+
+
+def test_contributions_match_transformers(engine):
+    """The contribution graph's shares (every block, every position), held to the
+    formulas in transformers (float64 from the same checkpoint); where the family cannot
+    split its heads, the request is refused with the attribution's reason."""
+    from nnterp_widgets.session.attribution import heads_reason
+    from nnterp_widgets.session.contributions import FLOOR, contributions
+    from nnterp_widgets.session.interventions import InterventionError
+    from reference import reference_contributions
+
+    reason = heads_reason(engine)
+    if reason is not None:
+        with pytest.raises(InterventionError, match="needs each head's messages"):
+            contributions(engine, PROMPT)
+        return
+    got = contributions(engine, PROMPT)
+    with BUILD_LOCK:  # see not_during_a_build
+        want = reference_contributions(str(engine.args[0]), engine.family_name, PROMPT)
+    for name in ("residual", "bias", "through", "mlp"):
+        np.testing.assert_allclose(getattr(got, name), want[name], atol=1e-4, err_msg=name)
+    layers, tokens, _ = want["attention"].shape
+    dense = np.zeros((layers, tokens, tokens))
+    dense[got.edges[:, 0], got.edges[:, 1], got.edges[:, 2]] = got.shares
+    expected = np.where(want["attention"] >= FLOOR, want["attention"], 0.0)
+    clear = np.abs(want["attention"] - FLOOR) > 1e-4  # a share at the floor may fall either side
+    np.testing.assert_allclose(dense[clear], expected[clear], atol=1e-4)
+    # Every position's parts share all of its stream.
+    total = np.zeros((layers, tokens))
+    np.add.at(total, (got.edges[:, 0], got.edges[:, 1]), got.shares)
+    assert (total + got.residual + got.bias <= 1 + 1e-4).all()
+    np.testing.assert_allclose(got.through + got.mlp, 1.0, atol=1e-4)

@@ -1023,3 +1023,71 @@ def test_occlusion_figure_is_the_delta_row_with_escaped_labels():
     np.testing.assert_allclose(
         np.asarray(occlusion_figure(occlusion, "probability").data[0].z)[0], [-0.25, 0.1, 0.0], atol=1e-12
     )
+
+
+def _contributions(through=None):
+    from nnterp_widgets.session.contributions import Contributions
+    from nnterp_widgets.session.panels import Tokens
+
+    # Two layers, three tokens; attention shares from FLOOR up, as the engine returns them.
+    edges = np.array([[1, 2, 0], [1, 2, 1], [0, 0, 0], [0, 1, 0]], dtype=np.int32)
+    shares = np.array([0.3, 0.02, 0.5, 0.2], dtype=np.float32)
+    residual = np.array([[0.5, 0.8, 0.9], [0.9, 0.9, 0.6]])
+    through = np.full((2, 3), 0.9) if through is None else through
+    return Contributions(
+        text="<b> b c",
+        tokens=Tokens((1, 2, 3), ("<b>", " b", " c")),
+        edges=edges,
+        shares=shares,
+        residual=residual,
+        bias=np.zeros((2, 3)),
+        through=through,
+        mlp=1 - through,
+    )
+
+
+def test_the_graph_keeps_the_routes_to_the_target_above_the_threshold():
+    graph = _contributions()
+    route = graph.graph(0.04)
+    assert route.nodes == ((2, 2), (1, 0), (1, 2), (0, 0), (0, 2))
+    assert {(l, s, t, kind) for l, s, t, _, kind in route.edges} == {
+        (1, 2, 2, "residual"),
+        (1, 0, 2, "attention"),
+        (0, 0, 0, "residual"),
+        (0, 0, 0, "attention"),
+        (0, 2, 2, "residual"),
+    }
+    assert route.sources(1, 2) == [0]  # the 0.02 edge from ' b' is under the threshold
+    assert graph.graph(0.01).sources(1, 2) == [0, 1]
+    np.testing.assert_allclose(graph.attention_share(1, -1), [0.3, 0.02, 0.0], rtol=1e-6)
+    # A higher threshold drops the weaker edges; the residual of 0.6 still carries the target.
+    assert graph.graph(0.55).edges == ((1, 2, 2, 0.6, "residual"), (0, 2, 2, 0.9, "residual"))
+    # Where neither of the MLP step's parts reaches the threshold nothing below is kept.
+    through = np.full((2, 3), 0.9)
+    through[1, 2] = 0.5  # and the MLP's share 0.5
+    quiet = _contributions(through)
+    assert quiet.graph(0.55).nodes == ((2, 2),)
+    # Bad input says what is accepted.
+    for bad in (0.0, 1.5, "0.1", True):
+        with pytest.raises(ValueError, match="threshold"):
+            graph.graph(bad)
+    for bad in (3, -4, 1.0):
+        with pytest.raises(ValueError, match="the prompt has 3 tokens"):
+            graph.graph(0.04, bad)
+
+
+def test_the_contribution_figure_draws_the_kept_edges_with_escaped_labels():
+    from nnterp_widgets.widgets.contribution_figures import contribution_figure, route_picture
+
+    picture = route_picture(_contributions(), 0.04)
+    assert len(picture.edges) == 5
+    fig = contribution_figure(picture)
+    nodes = fig.data[-1]
+    assert list(zip(nodes.x, nodes.y)) == [(2, 2), (0, 1), (2, 1), (0, 0), (2, 0)]
+    hover = fig.data[-2]
+    assert len(hover.hovertext) == 5
+    assert any("layers[1] attention: &lt;b&gt;·0 → ␣c·2" in text and "30.0%" in text for text in hover.hovertext)
+    assert "<b>" not in " ".join(fig.layout.xaxis.ticktext)
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert sum(list(t.x).count(None) for t in lines) == 5  # one segment per kept edge
+    assert "5 edges" in fig.layout.title.text

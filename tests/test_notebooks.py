@@ -104,3 +104,5 @@ def test_the_tour_makes_its_claims_on_the_tested_prompts():
     )
     for name in ("CLEAN", "CORRUPTED", "ANSWER", "FOIL", "ROLES_TEXT", "GENERATE", "STEER_POSITIVE", "STEER_NEGATIVE"):
         assert repr(getattr(tour_claims, name)).strip("'") in source, name
+    assert f"if {tour_claims.TOWER} in route.sources(" in source  # the route from ' Tower'
+    assert "graph(threshold=0.04)" in source

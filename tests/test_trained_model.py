@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from nnterp_widgets.checkpoints import trained
-from reference import reference_attention, reference_attribution, reference_values
+from reference import reference_attention, reference_attribution, reference_contributions, reference_values
 from traces import trace_values
 from tour_claims import (
     ANSWER,
@@ -31,6 +31,7 @@ from tour_claims import (
     STEER_POSITIVE,
     STEERED_ANSWER,
     SUBJECT,
+    TOWER,
 )
 
 TOL = dict(atol=1e-4, rtol=1e-4)
@@ -166,6 +167,22 @@ def test_the_head_that_writes_the_answer_matters(trained_session):
     assert -strong.top1_delta > 3 * abs(weak.top1_delta)
 
 
+def test_the_route_from_the_subject_reaches_the_last_position(trained_session):
+    """Tour: in the contribution graph (threshold 0.04), the last position reads ' Tower'
+    directly through attention in the late layers, and the strongest attention edge into
+    it in the second half of the layers comes from the subject's tokens, not from the
+    first-token sink or the function words next to it."""
+    graph = trained_session.contributions(CLEAN).result()
+    route = graph.graph(threshold=0.04)
+    last = len(graph.tokens) - 1
+    layers = graph.num_layers
+    late = [layer for layer in range(layers // 2, layers) if TOWER in route.sources(layer, last)]
+    assert late, "no kept edge from ' Tower' into the last position in the late layers"
+    assert (0, TOWER) in route.nodes or any(node[1] == TOWER for node in route.nodes)
+    strongest = max(range(layers // 2, layers), key=lambda layer: graph.attention_share(layer, last).max())
+    assert int(np.argmax(graph.attention_share(strongest, last))) in SUBJECT
+
+
 # -- attribution on a trained model --------------------------------------------------------
 
 
@@ -180,6 +197,23 @@ def test_attribution_matches_transformers_and_adds_up(trained_session):
     assert abs(answer_foil.total - answer_foil.metric) < 1e-4 * scale + 1e-4
     split = answer_foil.heads.sum(axis=1) + answer_foil.attention_bias
     np.testing.assert_allclose(split, answer_foil.attention, atol=1e-4 * scale + 1e-5)
+
+
+def test_contributions_match_transformers(trained_session):
+    """The contribution graph's shares on the trained model, held to the formulas in
+    transformers (float64 from the same checkpoint)."""
+    from nnterp_widgets.session.contributions import FLOOR
+
+    graph = trained_session.contributions(CLEAN).result()
+    want = reference_contributions(str(trained()), "llama", CLEAN)
+    for name in ("residual", "bias", "through", "mlp"):
+        np.testing.assert_allclose(getattr(graph, name), want[name], atol=1e-4, err_msg=name)
+    dense = np.zeros(want["attention"].shape)
+    dense[graph.edges[:, 0], graph.edges[:, 1], graph.edges[:, 2]] = graph.shares
+    clear = np.abs(want["attention"] - FLOOR) > 1e-4
+    np.testing.assert_allclose(
+        dense[clear], np.where(want["attention"] >= FLOOR, want["attention"], 0)[clear], atol=1e-4
+    )
 
 
 def test_occlusion_finds_the_subject(trained_session):

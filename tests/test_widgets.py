@@ -594,6 +594,34 @@ def test_attribution_panel_shows_a_refusal_then_serves_the_next(session, explore
     assert panel.wait(120) is not None and panel.status["state"] == "idle"
 
 
+def test_contribution_panel_draws_the_graph_and_redraws_at_a_threshold_without_asking(session, explorer):
+    from plotly.callbacks import Points
+
+    panel = explorer.contributions
+    assert panel.figure not in panel.children  # no bare axes before a graph
+    before = session.engine_requests
+    panel.run_button.click()
+    shown = panel.wait(120)
+    assert session.engine_requests - before == 1
+    direct = session.contributions(PROMPT, key="direct-contributions").result(120)
+    devices.assert_same_run(shown.residual, direct.residual)
+    nodes = panel.figure.data[-1]
+    route = shown.graph(panel.threshold.value)
+    assert list(zip(nodes.x, nodes.y)) == [(p, l) for l, p in route.nodes]
+    # The slider keeps fewer edges, from the answer held: no new request.
+    asked = session.engine_requests
+    wide = len(panel.figure.data[-2].hovertext) if len(panel.figure.data) > 1 else 0
+    panel.threshold.value = 0.3
+    narrow = len(panel.figure.data[-2].hovertext) if len(panel.figure.data) > 1 else 0
+    assert narrow == len(shown.graph(0.3).edges) <= wide
+    assert session.engine_requests == asked
+    # A click on a node selects its token, in the explorer too.
+    panel._on_click(nodes, Points(point_inds=[0], xs=[1], ys=[0], trace_name="node", trace_index=0))
+    assert explorer.selected_token == 1
+    page = explorer.to_html()
+    assert "Through which tokens" in page and "nnw-contributions" in page
+
+
 def test_occlusion_panel_draws_the_saliency_row_and_selects_a_token(session, explorer):
     panel = explorer.occlusion
     assert panel.figure not in panel.children

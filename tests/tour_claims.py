@@ -12,6 +12,8 @@ ANSWER = " Paris"
 FOIL = " Rome"
 #: Positions of the subject's tokens in CLEAN: ' E', 'iffel', ' Tower'.
 SUBJECT = (1, 2, 3)
+#: The position of ' Tower' in CLEAN: the contribution graph's route starts there.
+TOWER = 3
 #: A longer prompt for the heads' roles (more queries to average over).
 ROLES_TEXT = "The Eiffel Tower is in the city of Paris, and the Colosseum is in the city of Rome."
 GENERATE = "The capital of France is"

@@ -2,6 +2,7 @@
 
 from .attribution import Attribution
 from .branching import BranchResult
+from .contributions import Contributions, Route
 from .occlusion import Occlusion
 from .steering import SteerResult, SteeringError
 from .generation import GenerationError, GenerationResult, GenerationStep, LensModes, Target
@@ -23,6 +24,8 @@ __all__ = [
     "AblationDelta",
     "AttentionPanel",
     "Attribution",
+    "Contributions",
+    "Route",
     "Busy",
     "EngineDied",
     "GenerationError",

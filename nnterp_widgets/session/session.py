@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 from .generation import GENERATE_TOKENS, follow, generate
 from .attribution import attribute
+from .contributions import FLOOR, contributions
 from .branching import branch
 from .occlusion import occlude
 from .steering import steer, steering_vector
@@ -331,6 +332,13 @@ class Session:
         position; resolves to an `Attribution`, whose parts add up to its metric.
         ``answer`` / ``foil``: a token's id or one token's text."""
         return self.request(key, lambda engine: attribute(engine, text, answer, foil))
+
+    def contributions(self, text: str, floor: float = FLOOR, key: str = "contributions") -> Future:
+        """One engine request: every block's contribution shares on the prompt (the
+        contribution graph, Ferrando & Voita); resolves to `Contributions`, whose
+        ``graph(threshold)`` keeps the routes to the last position. Attention shares
+        under ``floor`` are not returned (at most layers x tokens / floor edges)."""
+        return self.request(key, lambda engine: contributions(engine, text, floor))
 
     def steer(
         self,

@@ -22,6 +22,7 @@ import traitlets
 from ..session import PromptResult, Session, State, Status, Superseded
 from .attention import AttentionView
 from .attribution import AttributionPanel
+from .contributions import ContributionPanel
 from .occlusion import OcclusionPanel
 from .steering import SteerPanel
 from .follow import FollowControl
@@ -78,6 +79,11 @@ class Explorer(widgets.VBox):
         self.attribution = AttributionPanel(self.session, lambda: self.prompt_box.value, key=f"{self._key}-attribute")
         traitlets.dlink((self.tree, "theme"), (self.attribution, "theme"))
         self.attribution.observe(self._on_attributed_head, "selected_head")
+        self.contributions = ContributionPanel(
+            self.session, lambda: self.prompt_box.value, key=f"{self._key}-contributions"
+        )
+        traitlets.link((self, "selected_token"), (self.contributions, "selected_token"))
+        traitlets.dlink((self.tree, "theme"), (self.contributions, "theme"))
         self.occlusion = OcclusionPanel(self.session, lambda: self.prompt_box.value, key=f"{self._key}-occlude")
         traitlets.link((self, "selected_token"), (self.occlusion, "selected_token"))
         traitlets.dlink((self.tree, "theme"), (self.occlusion, "theme"))
@@ -107,6 +113,8 @@ class Explorer(widgets.VBox):
                 self.generation,
                 widgets.HTML("<b>Who wrote the answer</b> (direct logit attribution)"),
                 self.attribution,
+                widgets.HTML("<b>Through which tokens</b> (the contribution graph)"),
+                self.contributions,
                 widgets.HTML("<b>Which tokens the answer needs</b> (occlusion)"),
                 self.occlusion,
                 widgets.HTML("<b>Steering</b> (a vector from two prompts, added at a layer)"),
@@ -276,7 +284,7 @@ class Explorer(widgets.VBox):
         The prompt's module tree (shapes, greyed values with their reasons as tooltips,
         on the generation step shown), the attention heatmap of the chosen layer / head as
         shown (a zoom window when zoomed) and the logit lens, with the selected token
-        outlined; the patching panel's sweep, the attribution map, the occlusion row, the
+        outlined; the patching panel's sweep, the attribution map, the contribution graph, the occlusion row, the
         steered continuations and a branch, each once one has run; and the generation, when
         one is shown (its tokens, the per-step lens with the step outlined, each step's
         availability). Raises ``RuntimeError`` before a prompt has landed.
@@ -302,6 +310,8 @@ class Explorer(widgets.VBox):
             step=self.generation.step if self.generation.result is not None else None,
             attribution=self.attribution.attribution,
             attribution_head=tuple(self.attribution.selected_head) or None,
+            contributions=self.contributions.contributions,
+            threshold=self.contributions.threshold.value,
             occlusion=self.occlusion.occlusion,
             steering=self.steering.result,
             branch=self.generation.branch_result,

@@ -26,6 +26,7 @@ from pathlib import Path
 import plotly.io as pio
 
 from ..session.attribution import Attribution
+from ..session.contributions import Contributions
 from ..session.branching import BranchResult
 from ..session.occlusion import Occlusion
 from ..session.steering import SteerResult
@@ -34,6 +35,7 @@ from ..session.intervention_results import PairLens, PatchResult
 from ..session.panels import AttentionPanel, LensPanel, PromptResult
 from .assets import JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM
 from .attribution_figures import attribution_figure
+from .contribution_figures import contribution_figure, route_picture
 from .causal_figures import branch_html, continuations_html, occlusion_figure
 from .figures import attention_figure, lens_figure
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
@@ -118,6 +120,8 @@ def export_html(
     pair: PairLens | None = None,
     attribution: Attribution | None = None,
     attribution_head: tuple[int, int] | None = None,
+    contributions: Contributions | None = None,
+    threshold: float | None = None,
     occlusion: Occlusion | None = None,
     steering: SteerResult | None = None,
     branch: BranchResult | None = None,
@@ -127,7 +131,8 @@ def export_html(
     result's window by default), `generation_section` of ``generation`` at ``step``
     when given, and `patch_section` of a patching sweep ``patch`` (and its ``pair``)
     when given, with ``selected_token`` outlined there too, and `attribution_section` of
-    ``attribution`` (with ``attribution_head`` outlined) when given, and `causal_sections`
+    ``attribution`` (with ``attribution_head`` outlined) when given, `contributions_section`
+    of ``contributions`` at ``threshold`` when given, and `causal_sections`
     of ``occlusion``, ``steering`` and ``branch`` for those given.
 
     ``selected``, ``preview`` and ``preview_data`` are the ModuleTree's (what its preview
@@ -169,6 +174,8 @@ def export_html(
         body.append(patch_section(patch, pair, -1 if patch.per_head else selected_token, plotlyjs=False))
     if attribution is not None:
         body.append(attribution_section(attribution, attribution_head, plotlyjs=False))
+    if contributions is not None:
+        body.append(contributions_section(contributions, threshold, plotlyjs=False))
     body.extend(causal_sections(occlusion, steering, branch))
     head = [f"<style>{MODULE_TREE_CSS.read_text(encoding='utf-8')}</style>"]
     return _page(title, result.prompt, head, body, path)
@@ -325,6 +332,29 @@ def attribution_section(
     return "\n".join(
         [
             "<h2>Who wrote the answer</h2>",
+            f'<p class="meta">{facts}</p>',
+            f'<div class="figures">{"".join(_plots(figures, plotlyjs))}</div>',
+        ]
+    )
+
+
+def contributions_section(
+    contributions: Contributions, threshold: float | None = None, *, plotlyjs: bool = True
+) -> str:
+    """The contribution graph as HTML: the routes to the last token kept at ``threshold``
+    (the paper's 0.04 by default), drawn by `contribution_figure`."""
+    from ..session.contributions import THRESHOLD
+
+    picture = route_picture(contributions, THRESHOLD if threshold is None else threshold)
+    kept = sum(1 for edge in picture.edges if edge[5] == "attention")
+    facts = (
+        f"prompt <code>{_e(contributions.text)}</code> · {len(contributions.tokens)} tokens · "
+        f"{kept} attention edges of share ≥ {picture.threshold:.0%} on the routes to the last token"
+    )
+    figures = [("contributions", contribution_figure(picture))]
+    return "\n".join(
+        [
+            "<h2>Through which tokens</h2>",
             f'<p class="meta">{facts}</p>',
             f'<div class="figures">{"".join(_plots(figures, plotlyjs))}</div>',
         ]

@@ -1,0 +1,162 @@
+"""The contribution graph's picture: a `Route` becomes plain segments, then a figure.
+
+    picture = route_picture(contributions, threshold=0.04)   # data: nodes and edges
+    fig = contribution_figure(picture)                         # plotting, the last step
+
+Tokens across, levels up (the embedding at the bottom, the stream after each block
+above it), the prediction's position at the top. An edge into level ``l + 1`` is drawn
+from level ``l``: from another position (an attention edge) or straight up (the
+stream's own part). Its width and opacity grow with its share; hover (a marker at its
+middle) names the edge and its share. A node's colour is the MLP's share of its stream.
+Token text reaches the figure only through `escape_token`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+
+from ..session.contributions import Contributions
+from .figures import escape_token, tick_positions
+
+__all__ = ["RoutePicture", "contribution_figure", "route_picture"]
+
+#: Edges are drawn in this many width classes (one plotly trace each).
+WIDTH_CLASSES = 5
+#: Edge colours per kind.
+EDGE_COLORS = {"attention": "rgba(31, 119, 180, {a})", "residual": "rgba(127, 127, 127, {a})"}
+
+
+@dataclass(frozen=True)
+class RoutePicture:
+    """What the graph view draws: ``nodes`` ``(position, level, hover, mlp_share)`` and
+    ``edges`` ``(x0, y0, x1, y1, share, kind, hover)``, token labels, and the counts."""
+
+    threshold: float
+    target: int
+    labels: tuple[str, ...]
+    num_layers: int
+    nodes: tuple[tuple[int, int, str, float], ...]
+    edges: tuple[tuple[int, int, int, int, float, str, str], ...]
+
+
+def route_picture(contributions: Contributions, threshold: float, target: int = -1) -> RoutePicture:
+    """The kept routes (`Contributions.graph`) as drawable nodes and edges."""
+    route = contributions.graph(threshold, target)
+    texts = contributions.tokens.texts
+    labels = tuple(f"{escape_token(text, 12)}·{i}" for i, text in enumerate(texts))
+    nodes = []
+    for level, position in route.nodes:
+        name = f"{labels[position]} · " + ("embedding" if level == 0 else f"after layers[{level - 1}]")
+        mlp = float(route.mlp.get((level, position), 0.0))
+        nodes.append((position, level, f"{name}<br>MLP share {mlp:.1%}" if level else name, mlp))
+    edges = []
+    for layer, source, target_position, share, kind in route.edges:
+        if kind == "attention":
+            hover = f"layers[{layer}] attention: {labels[source]} → {labels[target_position]}<br>share {share:.1%}"
+        else:
+            hover = f"layers[{layer}] residual: {labels[source]} keeps<br>share {share:.1%}"
+        edges.append((source, layer, target_position, layer + 1, share, kind, hover))
+    return RoutePicture(
+        threshold=route.threshold,
+        target=route.target,
+        labels=labels,
+        num_layers=contributions.num_layers,
+        nodes=tuple(nodes),
+        edges=tuple(edges),
+    )
+
+
+def _width_class(share: float, threshold: float) -> int:
+    span = max(1e-9, 1.0 - threshold)
+    return min(WIDTH_CLASSES - 1, int((share - threshold) / span * WIDTH_CLASSES))
+
+
+def contribution_figure(picture: RoutePicture) -> go.Figure:
+    """The graph view of ``picture``: edges by width class and kind, hover markers at
+    their middles, nodes coloured by the MLP's share."""
+    fig = go.Figure()
+    for kind, color in EDGE_COLORS.items():
+        for width in range(WIDTH_CLASSES):
+            xs: list = []
+            ys: list = []
+            for x0, y0, x1, y1, share, edge_kind, _ in picture.edges:
+                if edge_kind == kind and _width_class(share, picture.threshold) == width:
+                    xs += [x0, x1, None]
+                    ys += [y0, y1, None]
+            if xs:
+                fig.add_trace(
+                    go.Scatter(
+                        x=xs,
+                        y=ys,
+                        mode="lines",
+                        line=dict(width=1 + 2 * width, color=color.format(a=0.35 + 0.15 * width)),
+                        hoverinfo="skip",
+                        showlegend=False,
+                        name=f"{kind} edges",
+                    )
+                )
+    if picture.edges:
+        fig.add_trace(
+            go.Scatter(
+                x=[(e[0] + e[2]) / 2 for e in picture.edges],
+                y=[(e[1] + e[3]) / 2 for e in picture.edges],
+                mode="markers",
+                marker=dict(size=8, opacity=0.0),
+                hovertext=[e[6] for e in picture.edges],
+                hoverinfo="text",
+                showlegend=False,
+                name="edge",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=[n[0] for n in picture.nodes],
+            y=[n[1] for n in picture.nodes],
+            mode="markers",
+            marker=dict(
+                size=9,
+                color=[n[3] for n in picture.nodes],
+                cmin=0.0,
+                cmax=1.0,
+                colorscale="Oranges",
+                line=dict(width=1, color="#444"),
+                colorbar=dict(title="MLP share", thickness=10, len=0.6),
+            ),
+            hovertext=[n[2] for n in picture.nodes],
+            hoverinfo="text",
+            showlegend=False,
+            name="node",
+        )
+    )
+    count = len(picture.labels)
+    ticks = tick_positions(count, 48)
+    levels = picture.num_layers + 1
+    level_ticks = tick_positions(levels, 16)
+    fig.update_layout(
+        title=dict(
+            text=f"routes to {picture.labels[picture.target]}'s prediction: "
+            f"{len(picture.edges)} edges of share ≥ {picture.threshold:.0%}",
+            font=dict(size=13),
+        ),
+        height=max(360, 14 * levels + 140),
+        margin=dict(l=110, r=20, t=50, b=90),
+        xaxis=dict(
+            tickmode="array",
+            tickvals=ticks,
+            ticktext=[picture.labels[i] for i in ticks],
+            tickangle=-60,
+            range=[-0.5, count - 0.5],
+            showgrid=False,
+        ),
+        yaxis=dict(
+            tickmode="array",
+            tickvals=level_ticks,
+            ticktext=["embedding" if l == 0 else f"layers[{l - 1}]" for l in level_ticks],
+            range=[-0.5, levels - 0.5],
+            showgrid=False,
+        ),
+        uirevision="contributions",
+    )
+    return fig

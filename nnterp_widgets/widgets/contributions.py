@@ -1,0 +1,109 @@
+"""`ContributionPanel`: through which tokens the answer was built (the contribution graph).
+
+State and rendering only. "graph" asks the session for the prompt's `Contributions`
+(`Session.contributions`, one engine request); the threshold slider keeps the routes
+whose edges carry at least that share of a stream (`Contributions.graph`), redrawn from
+the answer already held, with no new request. A click on a node selects its token
+(``selected_token``, linked to the explorer's).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import ipywidgets
+import plotly.graph_objects as go
+
+from ..session import Contributions, Session
+from ..session.contributions import FLOOR, THRESHOLD
+from .contribution_figures import contribution_figure, route_picture
+from .lifecycle import Asking
+from .plot_panel import PlotPanel
+
+__all__ = ["ContributionPanel"]
+
+#: The slider's top: above it hardly any attention edge is kept.
+MAX_THRESHOLD = 0.5
+
+
+class ContributionPanel(Asking, PlotPanel):
+    """``ContributionPanel(session, prompt, threshold=0.04)``; ``prompt``: the text, or a
+    function returning it (the explorer passes its prompt box's)."""
+
+    def __init__(
+        self,
+        session: Session,
+        prompt: str | Callable[[], str],
+        threshold: float = THRESHOLD,
+        *,
+        key: str = "contributions",
+        **kwargs: Any,
+    ) -> None:
+        self.session = session
+        self.key = key
+        self._prompt = prompt if callable(prompt) else (lambda: prompt)
+        self.contributions: Contributions | None = None
+        self._init_asking()
+        self.threshold = ipywidgets.FloatSlider(
+            value=threshold,
+            min=FLOOR,
+            max=MAX_THRESHOLD,
+            step=0.01,
+            description="threshold",
+            readout_format=".0%",
+            continuous_update=False,
+            tooltip="the smallest share of a stream an edge must carry to be drawn",
+        )
+        self.run_button = ipywidgets.Button(
+            description="graph", tooltip="each token's share in every stream, every layer: one engine request"
+        )
+        self.figure = go.FigureWidget()
+        super().__init__([ipywidgets.HBox([self.run_button, self.threshold])], [], **kwargs)
+        self.run_button.on_click(lambda button: self.run())
+        self.threshold.observe(lambda change: self._render(), "value")
+
+    def run(self) -> None:
+        """Ask for the prompt's contribution shares: one request."""
+        self.set_status("busy", "computing every block's shares")
+        self._ask(lambda: self.session.contributions(self._prompt(), key=self.key))
+
+    def wait(self, timeout: float | None = 300) -> Contributions | None:
+        """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
+        self._wait_shown(timeout, "contribution graph")
+        return self.contributions
+
+    def _land(self, asked: int, future) -> None:
+        contributions = self._take(asked, future)
+        if contributions is None:
+            return
+        self.contributions = contributions
+        self._render()
+        self._idle.set()
+
+    def _failed(self, error: BaseException) -> None:
+        self._error = error
+        self.set_status("error", f"{type(error).__name__}: {error}")
+        self._idle.set()
+
+    def _render(self) -> None:
+        if self.contributions is None:
+            return
+        picture = route_picture(self.contributions, self.threshold.value)
+        if self._show(self.figure, contribution_figure(picture)):
+            self.figure.data[-1].on_click(self._on_click)  # the nodes
+        if self.figure not in self.children:
+            self.children = (*self.children, self.figure)
+        kept = sum(1 for edge in picture.edges if edge[5] == "attention")
+        self.set_status(
+            "idle",
+            f"{kept} attention edges of share ≥ {picture.threshold:.0%} on the routes to the last token "
+            f"({len(self.contributions.shares)} returned from {self.contributions.floor:.0%} up)",
+        )
+
+    def _on_click(self, trace, points, state=None) -> None:
+        inds = list(getattr(points, "point_inds", None) or [])
+        xs = list(getattr(points, "xs", None) or [])
+        if inds and xs and self.contributions is not None:
+            position = int(round(float(xs[0])))
+            if 0 <= position < len(self.contributions.tokens):
+                self.selected_token = position
