@@ -163,18 +163,23 @@ def pytest_runtest_teardown(item, nextitem):
             _SHARED.pop().close()
 
 
-def open_session(family: str, max_model_len: int = 64):
-    """A session on a tiny checkpoint, engine open; short prompts keep tests quick."""
+def open_session(family: str, max_model_len: int = 64, **settings):
+    """A session on a tiny checkpoint, engine open; short prompts keep tests quick. Its
+    engine runs where a user's would (in this process on the CPU) unless ``settings``
+    say otherwise (``in_process=False``)."""
     from nnterp_widgets.session import Session
 
-    settings = {k: v for k, v in ENGINE_KWARGS.items() if k != "max_model_len"}
+    settings = {**{k: v for k, v in ENGINE_KWARGS.items() if k != "max_model_len"}, **settings}
     return Session.open(checkpoint(family), progress=False, max_model_len=max_model_len, **settings).wait()
 
 
 @pytest.fixture(scope="module")
 def session(request):
-    """The module's session: on its ``SESSION_FAMILY`` (default the gated qwen2)."""
-    opened = open_session(getattr(request.module, "SESSION_FAMILY", "qwen2"))
+    """The module's session: on its ``SESSION_FAMILY`` (default the gated qwen2), with
+    its ``SESSION_SETTINGS`` (engine arguments) if it has some."""
+    opened = open_session(
+        getattr(request.module, "SESSION_FAMILY", "qwen2"), **getattr(request.module, "SESSION_SETTINGS", {})
+    )
     yield opened
     opened.close()
 

@@ -17,6 +17,10 @@ PROMPT = "The Eiffel Tower is in"
 SESSION_FAMILY = "gpt2"  # the session fixture's model (conftest)
 
 
+#: The kill test kills the engine's process: the engine runs in vLLM's own processes here.
+SESSION_SETTINGS = {"in_process": False}
+
+
 def test_burst_of_200_changes_is_bounded_and_last_wins(session):
     explorer = Explorer(session, prompt=PROMPT)
     explorer.wait(120)

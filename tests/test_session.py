@@ -393,6 +393,31 @@ def test_markup_tokens_are_plain_text(session):
     assert len(set(labels)) == len(labels)  # repeated tokens kept apart
 
 
+def test_the_tree_and_the_tokens_come_before_the_engine(session, result):
+    """What the explorer paints first needs no engine: the tree (shapes and reasons) and
+    the tokens exist seconds into the start, and they are the prompt request's."""
+    assert session.described.done()
+    assert session.described_seconds < session.start_seconds
+    assert session.tokens(PROMPT) == result.tokens
+    assert session.tree(len(session.tokens(PROMPT))) == session.tree(result)
+
+
 def test_open_says_device_and_dtype(session):
     assert session.device.split()[0] == devices.DEVICE  # "cpu", or "cuda (NVIDIA H200)"
     assert session.dtype == "float32"  # asked for by the tests: fidelity keeps float32
+
+
+def test_the_session_engine_runs_in_this_process_and_a_second_is_refused(session):
+    """On the CPU a session's engine runs in the kernel's process (no engine processes to
+    start); vLLM keeps one distributed state per process, so while it is open another
+    in-process engine is refused with the reason, and the next session would start its
+    engine in vLLM's own processes."""
+    from nnterp_widgets.engine import platform
+    from nnterp_widgets.engine.standardized import StandardizedVLLM
+
+    engine = session._worker.engine
+    assert engine.engine_pids == [] and engine.alive
+    assert not platform.in_process_default()
+    with pytest.raises(RuntimeError, match="another engine already runs in this process"):
+        StandardizedVLLM(str(engine.args[0]), dtype="float32", in_process=True)
+    assert session.prompt(PROMPT).result(120).tokens.texts[0] == "The"  # still serving

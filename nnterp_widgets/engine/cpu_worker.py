@@ -37,4 +37,4 @@ class NNsightCPUWorker(NNsightGPUWorker, CPUWorker):
 
 
 #: The dotted name vLLM imports in its worker process.
-WORKER_CLS = f"{__name__}.NNsightCPUWorker"
+WORKER_CLS = f"{__name__}.NNsightCPUWorker"  # platform.CPU_WORKER_CLS names it without importing this

@@ -50,13 +50,14 @@ def device_label() -> str:
         return kind
 
 
+#: The CPU platform's worker, by name: vLLM imports it in its worker process, so this
+#: one does not pay for importing vLLM's model runners (seconds) before the tree exists.
+CPU_WORKER_CLS = f"{__package__}.cpu_worker.NNsightCPUWorker"
+
+
 def worker_cls() -> str | None:
     """The ``worker_cls`` for this platform; ``None`` keeps nnsight's GPU worker."""
-    if on_cpu():
-        from .cpu_worker import WORKER_CLS
-
-        return WORKER_CLS
-    return None
+    return CPU_WORKER_CLS if on_cpu() else None
 
 
 #: How vLLM starts its workers off the CPU: a process that has touched CUDA (a
@@ -226,6 +227,74 @@ def built() -> None:
     if getattr(_building, "held", 0):
         _building.held -= 1
         BUILD_LOCK.release()
+
+
+#: vLLM's switch between an engine core in its own process ("1", its default) and one
+#: in the caller's process ("0"), read from the environment when an engine starts.
+MULTIPROCESSING = "VLLM_ENABLE_V1_MULTIPROCESSING"
+#: Why a second in-process engine is refused: vLLM's distributed state is per process.
+ONE_IN_PROCESS = (
+    "another engine already runs in this process (in_process=True): vLLM keeps one "
+    "distributed state per process; close it, or start this one with in_process=False"
+)
+_starts = threading.Condition()
+_multiprocess_starting = 0
+_in_process_alive = 0
+
+
+def in_process_default(tensor_parallel_size: int = 1) -> bool:
+    """Whether a session's engine starts in the caller's process: on the CPU, one worker,
+    and no other in-process engine open here. In-process, the engine core and its worker
+    skip two process starts, each importing vLLM (bench/first_paint.py); the cost is
+    that a crash of the engine is a crash of the kernel."""
+    return on_cpu() and tensor_parallel_size == 1 and _in_process_alive == 0
+
+
+@contextlib.contextmanager
+def multiprocess_start() -> Iterator[None]:
+    """Around a multiprocess engine's start, entered while `BUILD_LOCK` is held: an
+    in-process start waits for it (both read `MULTIPROCESSING` from one environment)."""
+    global _multiprocess_starting
+    with _starts:
+        _multiprocess_starting += 1
+    try:
+        yield
+    finally:
+        with _starts:
+            _multiprocess_starting -= 1
+            _starts.notify_all()
+
+
+@contextlib.contextmanager
+def in_process_start() -> Iterator[None]:
+    """Around an in-process engine's start, with `BUILD_LOCK` held throughout: no
+    multiprocess start is reading the environment, `MULTIPROCESSING` is "0" for this
+    start only, and vLLM's cache of the environment (set by the last start) is off."""
+    global _in_process_alive
+    from vllm import envs
+
+    if _in_process_alive:
+        raise RuntimeError(ONE_IN_PROCESS)
+    with _starts:
+        _starts.wait_for(lambda: _multiprocess_starting == 0)
+    envs.disable_envs_cache()
+    before = os.environ.get(MULTIPROCESSING)
+    os.environ[MULTIPROCESSING] = "0"
+    try:
+        yield
+        _in_process_alive += 1
+    finally:
+        if before is None:
+            os.environ.pop(MULTIPROCESSING, None)
+        else:
+            os.environ[MULTIPROCESSING] = before
+        envs.disable_envs_cache()
+
+
+def in_process_closed() -> None:
+    """An in-process engine shut down: the next one may start in this process."""
+    global _in_process_alive
+    _in_process_alive = max(0, _in_process_alive - 1)
 
 
 @contextlib.contextmanager

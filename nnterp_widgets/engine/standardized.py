@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from nnsight.modeling.vllm import VLLM
@@ -75,8 +75,16 @@ class StandardizedVLLM(VLLM):
     """A vLLM engine with nnterp's standard names and values.
 
     ``StandardizedVLLM(name_or_path, dispatch=True, dtype=..., gpu_memory_utilization=...,
-    **vllm_kwargs)``: the keyword arguments are vLLM's engine arguments. A trace is one
-    vLLM request per invoke, batch axis 1; values are ``[1, tokens, ...]``.
+    on_tree=None, **vllm_kwargs)``: the keyword arguments are vLLM's engine arguments. A
+    trace is one vLLM request per invoke, batch axis 1; values are ``[1, tokens, ...]``.
+
+    ``in_process=True`` runs vLLM's engine core and its worker in this process (no
+    process starts: a start in well under half the time on the CPU; one such engine per
+    process, and a crash of the engine is a crash of this process).
+
+    ``on_tree(model)`` is called once the module tree, the sizes and the tokenizer exist
+    and before the engine's processes start (seconds, where the start takes tens): what
+    needs no engine (`describe`, `describe_modules`, ``tokenizer``) works from then on.
     """
 
     def __init__(
@@ -85,6 +93,8 @@ class StandardizedVLLM(VLLM):
         dispatch: bool = True,
         dtype: str = "auto",
         gpu_memory_utilization: float = 0.9,
+        on_tree: Callable[["StandardizedVLLM"], None] | None = None,
+        in_process: bool = False,
         **vllm_kwargs: Any,
     ) -> None:
         from nnsight.modeling.vllm.envoys import parallel_envoys
@@ -107,6 +117,7 @@ class StandardizedVLLM(VLLM):
         worker = platform.worker_cls()
         if worker is not None:
             self._WORKER_CLS = worker
+        self._in_process = bool(in_process)
         #: How many workers vLLM splits the model across (each holds a share of the heads).
         self._tensor_parallel_size = int(vllm_kwargs.get("tensor_parallel_size") or 1)
         platform.prepare_environment(dtype, self._tensor_parallel_size)
@@ -114,13 +125,17 @@ class StandardizedVLLM(VLLM):
         with platform.building():  # until the engine's processes start (`_load_sync`)
             super().__init__(
                 name_or_path,
-                dispatch=dispatch,
+                dispatch=dispatch and on_tree is None,
                 rename=family.rename(),
                 envoys={**parallel_envoys(), **family.envoys(config)},
                 dtype=dtype,
                 gpu_memory_utilization=gpu_memory_utilization,
                 **vllm_kwargs,
             )
+            if on_tree is not None:
+                on_tree(self)
+                if dispatch:
+                    self.dispatch()
 
     def close(self) -> None:
         """Shut the engine's processes down; the tree stays, the engine is gone."""
@@ -128,10 +143,14 @@ class StandardizedVLLM(VLLM):
         if entry is not None:
             self.vllm_entrypoint = None
             core = entry.llm_engine.engine_core
-            if "timeout" in inspect.signature(core.shutdown).parameters:
-                core.shutdown(timeout=CLOSE_TIMEOUT_S)
-            else:  # pragma: no cover - a vLLM whose client takes no timeout
-                core.shutdown()
+            try:
+                if "timeout" in inspect.signature(core.shutdown).parameters:
+                    core.shutdown(timeout=CLOSE_TIMEOUT_S)
+                else:  # pragma: no cover - a vLLM whose client takes no timeout
+                    core.shutdown()
+            finally:
+                if self._in_process:
+                    platform.in_process_closed()
 
     @property
     def max_model_len(self) -> int | None:
@@ -174,10 +193,17 @@ class StandardizedVLLM(VLLM):
         with platform.meta_build():
             return super()._load_meta(repo_id, **kwargs)
 
-    # The tree is built and nnsight's process group torn down: another thread may build.
+    # The tree is built and nnsight's process group torn down: another thread may build
+    # (an in-process start keeps the lock: the process's distributed state is its own).
     def _load_sync(self, repo_id: str, **kwargs: Any):
-        platform.built()
-        return super()._load_sync(repo_id, **kwargs)
+        if self._in_process:
+            with platform.in_process_start():
+                entry = super()._load_sync(repo_id, **kwargs)
+            platform.built()
+            return entry
+        with platform.multiprocess_start():
+            platform.built()
+            return super()._load_sync(repo_id, **kwargs)
 
     def _load_async(self, repo_id: str, **kwargs: Any):
         platform.built()

@@ -25,6 +25,7 @@ only from `FLOOR` up, and a position's shares sum to at most 1, so at most
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +39,9 @@ from .probe import check_prompt, tokens_of
 FLOOR = 0.01
 #: The paper's threshold for a route; the graph view opens at it.
 THRESHOLD = 0.04
-#: Floats held at once for one chunk of queries' parts (``chunk x tokens x hidden``): 128 MB.
-CHUNK_FLOATS = 32 * 1024 * 1024
+#: Floats held at once for one chunk of queries' parts (``chunk x keys x hidden``): 4 MB,
+#: small enough to stay in cache while each head's messages are added in place.
+CHUNK_FLOATS = 1024 * 1024
 #: Why a threshold is refused.
 BAD_THRESHOLD = "threshold {value!r}: a share between {floor} (the smallest one returned) and 1"
 #: Why a target position is refused.
@@ -164,31 +166,47 @@ def block_shares(
 ) -> dict:
     """One block's shares. ``stream``/``attention``/``mlp`` ``[tokens, hidden]``;
     ``messages`` ``[tokens, heads, hidden]`` (each key's values through each head's
-    slice); ``pattern`` ``[heads, query, key]``; ``bias`` ``[hidden]``."""
+    slice); ``pattern`` ``[heads, query, key]``; ``bias`` ``[hidden]``.
+
+    The distance of each (query, key) part to its query's sum is computed in place, a
+    few queries at a time (`CHUNK_FLOATS`), and only for the keys a query can read."""
     tokens, hidden = stream.shape
+    heads = pattern.shape[0]
     mid = stream + attention
-    chunk = max(1, min(tokens, CHUNK_FLOATS // max(1, tokens * hidden)))
-    residual, bias_share = stream.new_empty(tokens), stream.new_empty(tokens)
+    size = mid.abs().sum(-1)  # |y|_1 per query
+
+    def proximity(distance: torch.Tensor, norm: torch.Tensor) -> torch.Tensor:
+        return (norm - distance).clamp_min(0)
+
+    residual = proximity((mid - stream).abs().sum(-1), size)
+    bias_part = proximity((mid - bias).abs().sum(-1), size)
     kept_rows, kept_shares = [], []
-    bias_row = bias.expand(1, hidden)
-    for start in range(0, tokens, chunk):
+    residual_share, bias_share = torch.empty_like(residual), torch.empty_like(residual)
+    start = 0
+    while start < tokens:
+        keys = max(start + 1, math.isqrt(CHUNK_FLOATS // hidden))  # about the chunk's widest row
+        chunk = max(1, CHUNK_FLOATS // (keys * hidden))
         stop = min(tokens, start + chunk)
-        sent = torch.einsum("hqk,khd->qkd", pattern[:, start:stop], messages)  # [chunk, key, hidden]
-        parts = torch.cat(
-            [stream[start:stop, None], bias_row.expand(stop - start, 1, hidden)[:, :], sent], dim=1
-        )  # [chunk, 2 + key, hidden]
-        shares = proximity_shares(mid[start:stop], parts)
-        residual[start:stop], bias_share[start:stop] = shares[:, 0], shares[:, 1]
-        keys = shares[:, 2:]
+        # -y, then plus each head's weighted messages: the part's distance to the sum.
+        sent = mid[start:stop, None].expand(-1, stop, -1).neg()
+        for head in range(heads):
+            sent.addcmul_(pattern[head, start:stop, :stop, None], messages[None, :stop, head])
+        keys = proximity(sent.abs_().sum(-1), size[start:stop, None])  # [chunk, keys]
+        total = keys.sum(-1) + residual[start:stop] + bias_part[start:stop]
+        total = total.clamp_min(torch.finfo(total.dtype).tiny)  # parts that all cancel: shares 0
+        keys = keys / total[:, None]
+        residual_share[start:stop] = residual[start:stop] / total
+        bias_share[start:stop] = bias_part[start:stop] / total
         where = (keys >= floor).nonzero()
         kept_rows.append(torch.stack([where[:, 0] + start, where[:, 1]], dim=1))
         kept_shares.append(keys[where[:, 0], where[:, 1]])
+        start = stop
     out = stream + attention + mlp
     step = proximity_shares(out, torch.stack([mid, mlp], dim=1))
     return {
         "pairs": torch.cat(kept_rows).to(torch.int32),
         "shares": torch.cat(kept_shares).float(),
-        "residual": residual,
+        "residual": residual_share,
         "bias": bias_share,
         "through": step[:, 0],
         "mlp": step[:, 1],

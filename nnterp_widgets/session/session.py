@@ -23,6 +23,7 @@ from .attribution import attribute
 from .contributions import FLOOR, contributions
 from .branching import branch
 from .occlusion import occlude
+from .panels import Tokens
 from .steering import steer, steering_vector
 from .heads import head_roles
 from .interventions import ablation, compare, patch
@@ -90,7 +91,11 @@ class Session:
                 (SmolLM2-135M, `checkpoints.trained`: converted into a cached folder the
                 first time, about 40 s).
             progress: show a progress bar while the engine starts.
-            settings: vLLM engine arguments (``dtype``, ``max_model_len``, ...).
+            settings: vLLM engine arguments (``dtype``, ``max_model_len``, ...), and
+                ``in_process``: the engine in the kernel's own process (on the CPU with one
+                worker, the default: it starts in less than half the time; a crash of the
+                engine then ends the kernel) or in vLLM's own processes (``False``: a dead
+                engine is reported and reopened).
 
         Returns:
             The session; its engine starts on its worker thread (`wait` blocks for it).
@@ -114,6 +119,8 @@ class Session:
         self._progress = _StartProgress(str(model) if model else TRAINED_TITLE) if progress else None
         self.started_at = time.monotonic()
         self.start_seconds: float | None = None
+        #: Seconds from `open` to `described` (the tree and the tokenizer, no engine yet).
+        self.described_seconds: float | None = None
         #: The most one request may return; lower it to see the refusal (tests do).
         self.max_result_bytes = probe.MAX_RESULT_BYTES
         #: The most cells a side a shipped pattern has (longer prompts are max-pooled to it,
@@ -121,6 +128,9 @@ class Session:
         self.pattern_side = probe.PATTERN_SIDE
         self._cache: OrderedDict = OrderedDict()
         self._cache_lock = threading.Lock()
+        #: Resolves once the module tree and the tokenizer exist, seconds into the start and
+        #: before the engine's processes are up: `tree` and `tokens` answer from then on.
+        self.described: Future = Future()
         self._worker = EngineWorker(self._open_engine, self._status)
 
     # -- engine (worker thread only) -------------------------------------------------
@@ -129,7 +139,7 @@ class Session:
         # vLLM logs every step at INFO; in a notebook that buries the widgets. Read at
         # vLLM's import, so set before it (a caller's own setting wins).
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-        from ..engine.platform import default_dtype
+        from ..engine.platform import default_dtype, in_process_default
         from ..engine.standardized import StandardizedVLLM
 
         path = self.model
@@ -139,9 +149,19 @@ class Session:
             path = trained(progress=self._progress.note if self._progress is not None else None)
         if self._progress is not None:
             self._progress.step("starting the vLLM engine")
-        engine = StandardizedVLLM(path, **{"dtype": default_dtype(), **self.settings})
+        settings = {"dtype": default_dtype(), **self.settings}
+        settings.setdefault("in_process", in_process_default(int(settings.get("tensor_parallel_size") or 1)))
+        engine = StandardizedVLLM(path, on_tree=self._described, **settings)
         self.device, self.dtype = engine.engine_device, str(engine.engine_dtype).removeprefix("torch.")
         return engine
+
+    def _described(self, engine) -> None:
+        self._tree_source = engine
+        self.described_seconds = time.monotonic() - self.started_at
+        if self._progress is not None:
+            self._progress.note("starting the vLLM engine (the module tree is ready)")
+        if not self.described.done():
+            self.described.set_result(None)
 
     def _status(self, status: Status) -> None:
         self.status = status
@@ -385,8 +405,24 @@ class Session:
         return self._engine().tokenizer
 
     def _engine(self):
-        # The client-side envoy tree and tokenizer only: reading them runs nothing.
+        # The client-side envoy tree and tokenizer only: reading them runs nothing. They
+        # exist before the engine's processes are up (`described`).
+        if self.described.done() and not self._worker.ready.done():
+            return self._tree_source
         return self._worker.ready.result()
+
+    def on_described(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once the module tree and the tokenizer exist (at once if
+        they do): what the explorer draws before the engine is ready."""
+        self.described.add_done_callback(lambda future: callback())
+
+    def tokens(self, text: str) -> Tokens:
+        """``text``'s tokens as the engine will see them: the tokenizer only, no engine
+        request (works once `described`; blocks until then)."""
+        self.described.result()
+        tokenizer = self._engine().tokenizer
+        ids = tokenizer(text)["input_ids"]
+        return Tokens(tuple(int(i) for i in ids), tuple(tokenizer.decode([int(i)]) for i in ids))
 
     @property
     def engine_requests(self) -> int:

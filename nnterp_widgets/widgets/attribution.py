@@ -55,7 +55,7 @@ class AttributionPanel(Asking, PlotPanel):
             description="attribute", tooltip="each head's and MLP's direct effect on the answer's logit"
         )
         self.figure = go.FigureWidget()
-        super().__init__([ipywidgets.HBox([self.answer_box, self.foil_box, self.run_button])], [], **kwargs)
+        super().__init__([ipywidgets.HBox([self.answer_box, self.foil_box, self.run_button])], [self.figure], **kwargs)
         self.run_button.on_click(lambda button: self.run())
         self.observe(lambda change: self._outline(), "selected_head")
 
@@ -93,8 +93,6 @@ class AttributionPanel(Asking, PlotPanel):
     def _render(self) -> None:
         if self._show(self.figure, attribution_figure(self.attribution, self._selected())):
             self.figure.data[0].on_click(self._on_click)
-        if self.figure not in self.children:
-            self.children = (*self.children, self.figure)  # joins the page with its first answer
 
     def _outline(self) -> None:
         if self.attribution is not None:

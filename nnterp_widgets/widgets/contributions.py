@@ -58,7 +58,7 @@ class ContributionPanel(Asking, PlotPanel):
             description="graph", tooltip="each token's share in every stream, every layer: one engine request"
         )
         self.figure = go.FigureWidget()
-        super().__init__([ipywidgets.HBox([self.run_button, self.threshold])], [], **kwargs)
+        super().__init__([ipywidgets.HBox([self.run_button, self.threshold])], [self.figure], **kwargs)
         self.run_button.on_click(lambda button: self.run())
         self.threshold.observe(lambda change: self._render(), "value")
 
@@ -91,8 +91,6 @@ class ContributionPanel(Asking, PlotPanel):
         picture = route_picture(self.contributions, self.threshold.value)
         if self._show(self.figure, contribution_figure(picture)):
             self.figure.data[-1].on_click(self._on_click)  # the nodes
-        if self.figure not in self.children:
-            self.children = (*self.children, self.figure)
         kept = sum(1 for edge in picture.edges if edge[5] == "attention")
         self.set_status(
             "idle",

@@ -146,6 +146,18 @@ class Explorer(widgets.VBox):
             return
         self._future = future
         future.add_done_callback(lambda done: self._kernel.call(self._landed, run, done))
+        if not self.session.ready:  # the tree and the tokens first, from the model's files
+            self.session.on_described(lambda: self._kernel.call(self._outline, run, prompt))
+
+    def _outline(self, run: int, prompt: str) -> None:
+        """Before the engine is ready: the prompt's tokens and the tree's shapes for them."""
+        if self._closed or run != self._latest or self.result is not None:
+            return
+        try:
+            tokens = self.session.tokens(prompt)
+        except Exception:  # noqa: BLE001 - the request itself will say what is wrong
+            return
+        self.tree.outline(tokens)
 
     def _ablation_pending(self, heads: tuple) -> None:
         self.ablation = None

@@ -45,7 +45,7 @@ class OcclusionPanel(Asking, PlotPanel):
         self.run_button = ipywidgets.Button(description="occlude", tooltip="occlude each token in turn (one batch)")
         self.figure = go.FigureWidget()
         controls = ipywidgets.HBox([self.answer_box, self.mode_picker, self.measure_picker, self.run_button])
-        super().__init__([controls], [], **kwargs)
+        super().__init__([controls], [self.figure], **kwargs)
         self.run_button.on_click(lambda button: self.run())
         self.measure_picker.observe(lambda change: self._render(), "value")
 
@@ -80,8 +80,6 @@ class OcclusionPanel(Asking, PlotPanel):
             return
         if self._show(self.figure, occlusion_figure(self.occlusion, self.measure_picker.value)):
             self.figure.data[0].on_click(self._on_click)
-        if self.figure not in self.children:
-            self.children = (*self.children, self.figure)
 
     def _on_click(self, trace, points, state=None) -> None:
         column = clicked(points, "x")

@@ -89,9 +89,9 @@ class PatchPanel(PlotPanel):
             ipywidgets.HBox([self.clean_box, self.corrupted_box]),
             ipywidgets.HBox([self.answer_box, self.foil_box, self.site_picker, self.run_button]),
         ]
-        super().__init__(controls, [self.figure, self.pair_figure], **kwargs)
+        super().__init__(controls, [self.figure, self.pair_figure], join=False, **kwargs)
         # The two maps side by side where the page is wide enough, else one under the other.
-        *head, _, _ = self.children
+        head = self.children
         # The maps join the page when the first sweep lands: no bare axes before it, and
         # no plotly view built inside a hidden box, where its layout depends on timing.
         beside = ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")

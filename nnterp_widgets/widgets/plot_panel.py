@@ -69,7 +69,9 @@ def clicked(points, axis: str) -> int | None:
 
 
 class PlotPanel(ipywidgets.VBox):
-    """A panel: ``controls``, a message line, a status line, then ``figures``.
+    """A panel: ``controls``, a message line, a status line, then ``figures``, each of
+    which joins the page with its first picture (no bare axes while nothing is known;
+    ``join=False``: the subclass places them).
 
     ``selected_token`` (``-1`` for none) is validated against the prompt on screen: an
     out-of-range value is refused (the trait keeps its value) and the message says why.
@@ -81,14 +83,16 @@ class PlotPanel(ipywidgets.VBox):
     #: "light" or "dark": the page's theme, which the figures follow.
     theme = traitlets.Unicode("light")
 
-    def __init__(self, controls: list, figures: list, **kwargs) -> None:
+    def __init__(self, controls: list, figures: list, *, join: bool = True, **kwargs) -> None:
         self._result: PromptResult | None = None
         self._holding = False
         self._figures = list(figures)
+        self._join = join
+        self._joined: list = []
         self._themed: dict[int, str] = {}
         self.message = ipywidgets.Label("")
         self.status_label = ipywidgets.Label("")
-        super().__init__(children=[*controls, self.message, self.status_label, *figures], **kwargs)
+        super().__init__(children=[*controls, self.message, self.status_label], **kwargs)
         self.observe(self._on_selected, "selected_token")
         self.observe(self._on_status, "status")
         self.observe(lambda change: [self._apply_theme(w) for w in self._figures], "theme")
@@ -110,6 +114,10 @@ class PlotPanel(ipywidgets.VBox):
         """`show_figure`, then the page theme's template (a replaced layout drops it)."""
         replaced = show_figure(widget, fig)
         self._apply_theme(widget, force=replaced)
+        if self._join and widget in self._figures and widget not in self._joined:
+            self._joined.append(widget)
+            joined = [figure for figure in self._figures if figure in self._joined]
+            self.children = (*[c for c in self.children if c not in self._figures], *joined)
         return replaced
 
     def _apply_theme(self, widget: go.FigureWidget, force: bool = False) -> None:

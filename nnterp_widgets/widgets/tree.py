@@ -14,6 +14,9 @@ from ..session import IDLE, PromptResult, Session, State, Status, Superseded
 from .assets import MODULE_TREE_CSS, MODULE_TREE_ESM
 from .lifecycle import KernelThread
 
+#: What the tree says while the engine starts (its modules, shapes and reasons need none).
+STARTING = "starting the engine: the tree and the tokens are from the model's files; values fill in when it is ready"
+
 _ids = itertools.count()
 
 
@@ -55,13 +58,19 @@ class ModuleTree(anywidget.AnyWidget):
         self._closed = False
         self.observe(self._on_selected, names="selected")
         self.observe(lambda change: self._show_tree(), names="step")
-        if self.session.ready:
+        if self.session.described.done():
             self.tree = self.session.tree()
-        else:
-            self.set_status(State.BUSY, "starting the engine")
+        else:  # drawn as soon as the tree exists, seconds before the engine is ready
+            self.session.on_described(lambda: self._kernel.call(self._on_described))
+        if not self.session.ready:
+            self.set_status(State.BUSY, STARTING)
             self.session.on_ready(lambda future: self._kernel.call(self._on_ready, future))
         if prompt is not None:
             self.run(prompt)
+
+    def _on_described(self) -> None:
+        if not self._closed and self.result is None and not self.tree:
+            self.tree = self.session.tree()
 
     def _on_ready(self, future) -> None:
         if self._closed:
@@ -69,8 +78,18 @@ class ModuleTree(anywidget.AnyWidget):
         if future.exception() is not None:
             self.set_status("error", f"the engine failed to start: {future.exception()}")
         elif self.result is None:
-            self.tree = self.session.tree()
+            if not self.prompt_tokens:
+                self.tree = self.session.tree()
             self.set_status(State.IDLE)
+
+    def outline(self, tokens) -> None:
+        """Before the engine is ready: ``tokens``' chips and the tree's shapes for their
+        count (`Session.tokens`: the tokenizer only), marked as waiting for the engine."""
+        if self._closed or self.result is not None:
+            return
+        with self.hold_sync():
+            self.tree = self.session.tree(len(tokens))
+            self.prompt_tokens = list(tokens.texts)
 
     def run(self, prompt: str) -> None:
         """Ask the session for ``prompt`` (one engine request) and show it when it lands."""
@@ -101,8 +120,8 @@ class ModuleTree(anywidget.AnyWidget):
 
     def _show_tree(self) -> None:
         """The tree for the prompt's length, its availability on ``step`` (no request)."""
-        if self.session.ready:
-            tokens = len(self.result.tokens) if self.result is not None else None
+        if self.session.described.done():
+            tokens = len(self.result.tokens) if self.result is not None else (len(self.prompt_tokens) or None)
             self.tree = self.session.tree(tokens, step=self.step if self.step >= 0 else None)
 
     def wait(self, timeout: float | None = 300):

@@ -1,0 +1,48 @@
+"""One explorer opened in a fresh process, its phases timed (used by first_paint.py).
+
+    python bench/first_paint_child.py OUT.json [engine settings as JSON]
+
+From the process's start: the package imported, the module tree described (no engine
+yet), the explorer's first paint (its tree holds the prompt's shapes and token chips),
+the engine ready, the first answer shown. Written to OUT.json.
+"""
+
+import json
+import os
+import sys
+import time
+
+START = time.perf_counter()
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+PROMPT = "The Eiffel Tower is in the city of"
+
+
+def since() -> float:
+    return round(time.perf_counter() - START, 2)
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    settings = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    phases = {}
+    from nnterp_widgets import Explorer
+    from nnterp_widgets.session import Session
+
+    phases["imported"] = since()
+    session = Session.open(progress=False, dtype="float32", gpu_memory_utilization=0.3, **settings)
+    painted = []
+    explorer = Explorer(session, prompt=PROMPT)
+    explorer.tree.observe(lambda change: painted.append(since()) if change["new"] else None, "prompt_tokens")
+    session.described.result()
+    phases["described"] = since()
+    while not explorer.tree.prompt_tokens:
+        time.sleep(0.01)
+    phases["first paint"] = painted[0] if painted else since()
+    phases["painted before ready"] = not session.ready
+    session.wait()
+    phases["engine ready"] = since()
+    explorer.wait()
+    phases["first answer"] = since()
+    session.close()
+    with open(out, "w") as handle:
+        json.dump(phases, handle)
