@@ -630,14 +630,16 @@ def test_attention_view_sends_the_pattern_as_binary():
     sent, grid_sent = messages(view.figure), messages(view.grid)
     view.head = 3
     view.layer = 2
-    assert [name for name, _ in sent] == ["_py2js_update", "_py2js_update"] and len(grid_sent) == 1
+    assert [name for name, _ in sent] == ["_py2js_update", "_py2js_update"] and len(grid_sent) == 2
+    # The head change moves the grid's marks only (titles and outline): no thumbnail resent.
+    assert grid_sent[0][1]["style_data"] == {} and "annotations.3.text" in grid_sent[0][1]["layout_data"]
     for (_, message), pattern in zip(sent, (patterns(result)[1][3], patterns(result)[2][3])):
         style = _py_to_js(message["style_data"], None)
         assert np.array_equal(binary(style["z"][0]), pattern.reshape(-1))
         assert "x" not in style and "y" not in style  # the positions went once
         state, buffers = wire(message)
         assert len(buffers) == 1 and memoryview(buffers[0]).nbytes == 4 * n * n
-    style = _py_to_js(grid_sent[0][1]["style_data"], None)
+    style = _py_to_js(grid_sent[1][1]["style_data"], None)
     assert [binary(z).tolist() for z in style["z"]] == [patterns(result)[2][h].reshape(-1).tolist() for h in range(4)]
     # a new prompt whose traces are of other kinds: replaced, the new traces binary too
     long = make_result([f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 1)], layers=3, heads=4)
@@ -1091,3 +1093,14 @@ def test_the_contribution_figure_draws_the_kept_edges_with_escaped_labels():
     lines = [t for t in fig.data if t.mode == "lines"]
     assert sum(list(t.x).count(None) for t in lines) == 5  # one segment per kept edge
     assert "5 edges" in fig.layout.title.text
+
+
+def test_a_wide_lens_takes_the_output_areas_width_and_shorter_labels():
+    from nnterp_widgets.widgets.figures import LENS_FIXED_MAX, cell_chars, lens_width
+
+    assert lens_width(8) is not None and lens_width(8) <= LENS_FIXED_MAX  # room for each label
+    assert lens_width(32) is None  # the output area's width: no sideways scroll
+    assert cell_chars(8) == CELL_TEXT_CHARS and 3 <= cell_chars(32) < CELL_TEXT_CHARS
+    result = make_result(lens_texts=["Paris", " Eiffel", XSS, "\n"], k=2)
+    fig = lens_figure(result.lens)
+    assert fig.layout.width == lens_width(len(result.lens.positions))

@@ -54,6 +54,10 @@ def monkeypatch_module():
         yield patch
 
 
+#: What vLLM writes when its logs reach the notebook: its log lines' levels, its bars.
+VLLM_NOISE = (" INFO ", " WARNING ", "Processed prompts", "Rendering prompts", "(EngineCore")
+
+
 def _failure(cell, error) -> str:
     source = "".join(cell.get("source", ""))
     return f"cell failed:\n{source}\n\n{error}"
@@ -90,6 +94,15 @@ def test_notebook_runs(path, kernel_env, tmp_path):
         o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"
     ]
     assert errors == []
+    # vLLM's logs and progress bars go to the session's log file, not under the cells.
+    noise = [
+        o["text"]
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "stream" and o.get("name") == "stderr"
+    ]
+    assert not [text for text in noise if any(mark in text for mark in VLLM_NOISE)], noise
     # a notebook that ran produced something: every code cell got an execution count
     assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code" and "".join(c.source).strip())
 

@@ -146,6 +146,10 @@ def test_pair_lens_and_figure():
     assert fig.data[0].customdata[0][1][1] == "␣&lt;img␣src=x␣onerror=alert(1)&gt;"
     assert fig.data[0].customdata[0][1][2] == "␣Rome"
     assert len(fig.layout.shapes) == 1
+    # The two prompts are called what the patching panel's boxes call them.
+    named = pair_figure(p, names=("clean", "corrupted"))
+    assert named.layout.title.text.endswith("clean − corrupted") and "first" not in named.layout.title.text
+    assert "clean %{customdata[3]" in named.data[0].hovertemplate
     with pytest.raises(ValueError, match="first_diff is"):
         PairLens(_lens(CLEAN), _lens(CORRUPTED), 7, 8, "a", "b", np.zeros((3, 3)), np.zeros((3, 4)))
 

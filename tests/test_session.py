@@ -402,6 +402,34 @@ def test_the_tree_and_the_tokens_come_before_the_engine(session, result):
     assert session.tree(len(session.tokens(PROMPT))) == session.tree(result)
 
 
+def test_vllm_logs_go_to_the_sessions_log_file(session, result):
+    """vLLM's start and settings are in the session's log file (not the notebook)."""
+    assert session.log_path is not None and session.log_path.exists()
+    text = session.log_path.read_text(encoding="utf-8", errors="replace")
+    assert "vllm" in text and "INFO" in text
+
+
+def test_a_prompt_that_would_not_fit_in_memory_is_refused_before_it_runs(session):
+    """The memory guard, with the free memory lowered: a prompt whose recomputed pattern
+    and activations would not fit is refused with the estimate and what fits, before
+    its trace, and the engine serves the next request."""
+    from nnterp_widgets.session.memory import MemoryRefused, request_bytes
+
+    engine = session._worker.engine
+    tokens = len(session.tokens(LONGER))
+    need = request_bytes(engine, tokens, patterns=1)
+    session.memory_limit = need  # under the estimate once the headroom is kept
+    try:
+        with pytest.raises(MemoryRefused, match=r"Shorten the prompt to about \d+ tokens"):
+            session.prompt(LONGER, key="memory").result(60)
+        with pytest.raises(MemoryRefused):
+            session.attention(LONGER, 1, key="memory").result(60)
+        session.memory_limit = 10 * need
+        assert len(session.prompt(LONGER, key="memory").result(120).tokens) == tokens
+    finally:
+        session.memory_limit = None
+
+
 def test_open_says_device_and_dtype(session):
     assert session.device.split()[0] == devices.DEVICE  # "cpu", or "cuda (NVIDIA H200)"
     assert session.dtype == "float32"  # asked for by the tests: fidelity keeps float32

@@ -715,3 +715,61 @@ def test_attention_and_lens_wait_inside_a_notebook_cell(session):
     panel, window = asyncio.run(asyncio.wait_for(cell(), 180))
     assert panel.layer == 1 and list(panel.tokens.texts) == list(result.tokens.texts)
     assert (window.start, window.stop) == (0, 2)
+
+
+def test_a_new_prompt_dims_what_shows_the_old_one_until_its_answer(session, explorer):
+    from nnterp_widgets.widgets.lifecycle import STALE
+
+    explorer.attribution.run()
+    explorer.attribution.wait(120)
+    assert STALE not in explorer.attribution._dom_classes
+    other = "The Colosseum is in"
+    explorer.prompt_box.value = other
+    # At once, before the answer: the main panels and the attribution dim, and it says why.
+    assert all(STALE in panel._dom_classes for panel in explorer.panels)
+    assert STALE in explorer.attribution._dom_classes
+    assert repr(PROMPT) in explorer.attribution.message.value
+    explorer.wait(120)
+    assert not any(STALE in panel._dom_classes for panel in explorer.panels)
+    assert STALE in explorer.attribution._dom_classes  # its own answer is still the old prompt's
+    explorer.attribution.run()
+    explorer.attribution.wait(120)
+    assert STALE not in explorer.attribution._dom_classes and explorer.attribution.message.value == ""
+    explorer.prompt_box.value = PROMPT
+    assert STALE in explorer.attribution._dom_classes and repr(other) in explorer.attribution.message.value
+    assert STALE not in explorer.occlusion._dom_classes  # never ran: nothing shown to dim
+    explorer.wait(120)
+
+
+def test_an_error_is_said_once_and_cleared_by_the_next_success(session, explorer):
+    explorer.prompt_box.value = ""
+    with pytest.raises(Exception):
+        explorer.wait(60)
+    lines = [explorer.status_line.value] + [panel.status["message"] for panel in explorer.panels]
+    assert sum(1 for line in lines if "empty" in line) == 1, lines
+    assert all(panel.status["state"] == "error" for panel in explorer.panels)
+    explorer.prompt_box.value = PROMPT
+    explorer.wait(120)
+    assert "⚠" not in explorer.status_line.value
+    assert all(panel.status["state"] == "idle" for panel in explorer.panels)
+
+
+def test_the_head_grid_marks_the_shown_and_ablated_heads_and_the_export_says_the_ablation(session, explorer):
+    from nnterp_widgets.widgets.figures import ABLATED_MARK, SHOWN_MARK
+
+    view = explorer.attention
+    view.head = 2
+    titles = [a.text for a in view.grid.layout.annotations]
+    assert titles[2].startswith(SHOWN_MARK) and sum(t.startswith(SHOWN_MARK) for t in titles) == 1
+    assert [s.name for s in view.grid.layout.shapes] == ["shown head"]
+    view.ablated = ((view.layer, 1),)
+    explorer.wait(120)
+    explorer.wait_ablation(120)
+    titles = [a.text for a in view.grid.layout.annotations]
+    assert titles[1].endswith(ABLATED_MARK) and not titles[0].endswith(ABLATED_MARK)
+    page = explorer.to_html()
+    assert f"heads ablated in the lens and attention shown: L{view.layer}H1" in page
+    assert "clean →" in page
+    view.ablated = ()
+    explorer.wait(120)
+    assert "heads ablated" not in explorer.to_html()

@@ -9,6 +9,7 @@ on a CPU host only the worker class differs (see `platform`).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from pathlib import Path
 from typing import Any, Callable
@@ -200,10 +201,13 @@ class StandardizedVLLM(VLLM):
             with platform.in_process_start():
                 entry = super()._load_sync(repo_id, **kwargs)
             platform.built()
-            return entry
-        with platform.multiprocess_start():
-            platform.built()
-            return super()._load_sync(repo_id, **kwargs)
+        else:
+            with platform.multiprocess_start():
+                platform.built()
+                entry = super()._load_sync(repo_id, **kwargs)
+        # A trace is one call whose caller shows its own progress: no bar per request.
+        entry.generate = functools.partial(entry.generate, use_tqdm=False)
+        return entry
 
     def _load_async(self, repo_id: str, **kwargs: Any):
         platform.built()

@@ -11,7 +11,6 @@ engine itself is only ever touched on the worker.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -23,6 +22,8 @@ from .attribution import attribute
 from .contributions import FLOOR, contributions
 from .branching import branch
 from .occlusion import occlude
+from .engine_log import failure_note, route_engine_logs
+from .memory import check_memory
 from .panels import Tokens
 from .steering import steer, steering_vector
 from .heads import head_roles
@@ -45,6 +46,10 @@ TRAINED_TITLE = "the trained model (SmolLM2-135M)"
 CACHE_ENTRIES = 32
 
 Listener = Callable[[Status], None]
+
+
+#: What a memory refusal adds: where the cost is, and what else helps.
+MEMORY_ADVICE = ", or open the session where more memory is free"
 
 
 class _StartProgress:
@@ -118,11 +123,17 @@ class Session:
         self._listeners: list[Listener] = []
         self._progress = _StartProgress(str(model) if model else TRAINED_TITLE) if progress else None
         self.started_at = time.monotonic()
+        #: vLLM's log for this kernel (`engine_log`), once the engine starts; None where
+        #: the caller configured vLLM's logging.
+        self.log_path = None
         self.start_seconds: float | None = None
         #: Seconds from `open` to `described` (the tree and the tokenizer, no engine yet).
         self.described_seconds: float | None = None
         #: The most one request may return; lower it to see the refusal (tests do).
         self.max_result_bytes = probe.MAX_RESULT_BYTES
+        #: Bytes a request may plan to use on the engine's machine; None: its free memory
+        #: now. Lower it to see the refusal (tests do).
+        self.memory_limit: int | None = None
         #: The most cells a side a shipped pattern has (longer prompts are max-pooled to it,
         #: a zoom window is at most this wide); lower it to see pooling on a short prompt.
         self.pattern_side = probe.PATTERN_SIDE
@@ -136,9 +147,9 @@ class Session:
     # -- engine (worker thread only) -------------------------------------------------
 
     def _open_engine(self):
-        # vLLM logs every step at INFO; in a notebook that buries the widgets. Read at
-        # vLLM's import, so set before it (a caller's own setting wins).
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        # vLLM logs its start and every warning, from every process: to a file, not the
+        # notebook (read at vLLM's import and at each engine's start, so set before them).
+        self.log_path = route_engine_logs()
         from ..engine.platform import default_dtype, in_process_default
         from ..engine.standardized import StandardizedVLLM
 
@@ -151,7 +162,13 @@ class Session:
             self._progress.step("starting the vLLM engine")
         settings = {"dtype": default_dtype(), **self.settings}
         settings.setdefault("in_process", in_process_default(int(settings.get("tensor_parallel_size") or 1)))
-        engine = StandardizedVLLM(path, on_tree=self._described, **settings)
+        try:
+            engine = StandardizedVLLM(path, on_tree=self._described, **settings)
+        except Exception as error:
+            note = failure_note(self.log_path)
+            if note:
+                error.add_note(note)
+            raise
         self.device, self.dtype = engine.engine_device, str(engine.engine_dtype).removeprefix("torch.")
         return engine
 
@@ -164,6 +181,8 @@ class Session:
             self.described.set_result(None)
 
     def _status(self, status: Status) -> None:
+        if status.state is State.ERROR and self.log_path is not None:
+            status = Status(status.state, f"{status.message} (vLLM's log: {self.log_path})")
         self.status = status
         if status.state is State.IDLE and self.start_seconds is None:
             self.start_seconds = time.monotonic() - self.started_at
@@ -222,12 +241,12 @@ class Session:
         self._worker.drop(lambda pending: pending.startswith(f"{key}:"))
         heads = _heads(ablate)
         limit, side = self.max_result_bytes, self.pattern_side
-        future = self.request(
-            key,
-            lambda engine: probe.run_prompt(
-                engine, text, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side
-            ),
-        )
+
+        def run(engine):
+            self._fits(engine, text, patterns=1)
+            return probe.run_prompt(engine, text, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side)
+
+        future = self.request(key, run)
 
         def remember(done: Future) -> None:
             if done.cancelled() or done.exception() is not None:
@@ -256,8 +275,9 @@ class Session:
         return self._cached(
             ("attention", text, heads, int(layer), origin, side),
             f"{key}:attention",
-            lambda engine: probe.run_attention(
-                engine, text, layer, window=origin, ablate=heads, max_bytes=limit, side=side
+            lambda engine: (
+                self._fits(engine, text, patterns=1)
+                or probe.run_attention(engine, text, layer, window=origin, ablate=heads, max_bytes=limit, side=side)
             ),
         )
 
@@ -358,7 +378,14 @@ class Session:
         contribution graph, Ferrando & Voita); resolves to `Contributions`, whose
         ``graph(threshold)`` keeps the routes to the last position. Attention shares
         under ``floor`` are not returned (at most layers x tokens / floor edges)."""
-        return self.request(key, lambda engine: contributions(engine, text, floor))
+
+        def run(engine):
+            tokens = len(engine.tokenizer(text)["input_ids"])
+            messages = 2 * tokens * engine.num_heads * engine.hidden_size * 4
+            self._fits(engine, text, patterns=1, extra=messages)
+            return contributions(engine, text, floor)
+
+        return self.request(key, run)
 
     def steer(
         self,
@@ -403,6 +430,13 @@ class Session:
 
     def tokenizer(self):
         return self._engine().tokenizer
+
+    def _fits(self, engine, text: str, patterns: int = 0, extra: int = 0) -> None:
+        """Refuse, before it runs, a request on ``text`` that would not fit the engine's
+        memory (`memory.check_memory`; ``memory_limit`` replaces the free memory)."""
+        if isinstance(text, str) and text.strip():
+            tokens = len(engine.tokenizer(text)["input_ids"])
+            check_memory(engine, tokens, patterns, extra, limit=self.memory_limit, advice=MEMORY_ADVICE)
 
     def _engine(self):
         # The client-side envoy tree and tokenizer only: reading them runs nothing. They

@@ -332,8 +332,8 @@ class AttentionView(PlotPanel):
         if self._show(self.figure, attention_figure(self.shown, self.head, self.selected_token)):
             self.figure.data[0].on_click(self._on_main_click)
         self.zoom_out_button.disabled = self._zoomed is None
-        if new_panel:
-            self._show(self.grid, head_grid_figure(panel))
+        ablated = [head for layer, head in self.ablated if layer == panel.layer]
+        if self._show(self.grid, head_grid_figure(panel, shown=self.head, ablated=ablated)) or new_panel:
             for index, trace in enumerate(self.grid.data):  # each trace is one head
                 trace.on_click(partial(self._on_grid_click, index))
         layers = self.layers
@@ -385,6 +385,7 @@ class AttentionView(PlotPanel):
 
     def _on_ablated(self, change) -> None:
         heads = change["new"]
+        self._render()  # the grid marks the ablated heads
         self.ablated_label.value = (
             ("ablated: " + ", ".join(f"L{layer}H{head}" for layer, head in heads)) if heads else ""
         )

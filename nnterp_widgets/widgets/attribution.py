@@ -59,6 +59,11 @@ class AttributionPanel(Asking, PlotPanel):
         self.run_button.on_click(lambda button: self.run())
         self.observe(lambda change: self._outline(), "selected_head")
 
+    @property
+    def shown_prompt(self) -> str | None:
+        """The prompt of the answer shown (None before one)."""
+        return None if self.attribution is None else self.attribution.text
+
     def run(self) -> None:
         """Ask for the attribution of the prompt toward the boxes' answer and foil: one request."""
         self.set_status("busy", "attributing")

@@ -62,6 +62,11 @@ class ContributionPanel(Asking, PlotPanel):
         self.run_button.on_click(lambda button: self.run())
         self.threshold.observe(lambda change: self._render(), "value")
 
+    @property
+    def shown_prompt(self) -> str | None:
+        """The prompt of the answer shown (None before one)."""
+        return None if self.contributions is None else self.contributions.text
+
     def run(self) -> None:
         """Ask for the prompt's contribution shares: one request."""
         self.set_status("busy", "computing every block's shares")

@@ -28,7 +28,7 @@ from .steering import SteerPanel
 from .follow import FollowControl
 from .generation import GenerationView
 from .lens import LogitLens
-from .lifecycle import KernelThread, close_all
+from .lifecycle import STALE, KernelThread, close_all
 from .patching import PatchPanel
 from .tree import ModuleTree
 
@@ -137,6 +137,7 @@ class Explorer(widgets.VBox):
             self._latest += 1
             run = self._latest
         self._set_status(State.BUSY, "running…")
+        self._mark_stale(prompt)
         self._ablation_pending(heads)
         self._future = None
         try:
@@ -148,6 +149,18 @@ class Explorer(widgets.VBox):
         future.add_done_callback(lambda done: self._kernel.call(self._landed, run, done))
         if not self.session.ready:  # the tree and the tokens first, from the model's files
             self.session.on_described(lambda: self._kernel.call(self._outline, run, prompt))
+
+    def _mark_stale(self, prompt: str) -> None:
+        """Dim what shows an earlier prompt: the main panels until this answer lands; a
+        tool's answer (generation, attribution, graph, occlusion, steering) until it
+        runs again on this prompt, with a line saying so."""
+        for panel in self.panels:
+            panel.add_class(STALE)
+        for tool in self._tools():
+            tool.mark_stale(prompt)
+
+    def _tools(self) -> tuple:
+        return (self.generation, self.attribution, self.contributions, self.occlusion, self.steering)
 
     def _outline(self, run: int, prompt: str) -> None:
         """Before the engine is ready: the prompt's tokens and the tree's shapes for them."""
@@ -243,6 +256,8 @@ class Explorer(widgets.VBox):
 
     def update(self, result: PromptResult) -> None:
         self.result = result
+        for panel in self.panels:
+            panel.remove_class(STALE)
         if self.selected_token >= len(result.tokens):
             self.selected_token = -1
         for panel in self.panels:
@@ -268,8 +283,8 @@ class Explorer(widgets.VBox):
         prefix = {State.ERROR: "⚠ ", State.BUSY: "… "}.get(state, "")
         self.status_line.value = prefix + message
         for panel in self.panels:
-            # A panel's line shows the explorer's busy/error state and clears with it.
-            panel.set_status(state, message if state is not State.IDLE else "")
+            # A panel takes the explorer's state; its message is said once, on the line above.
+            panel.set_status(state, "")
 
     def _on_session_status(self, status: Status) -> None:
         # The engine starting, reopening or failing; "ready" says nothing of this prompt.

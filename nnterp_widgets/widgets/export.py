@@ -23,6 +23,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import plotly.io as pio
 
 from ..session.attribution import Attribution
@@ -39,7 +40,7 @@ from .contribution_figures import contribution_figure, route_picture
 from .causal_figures import branch_html, continuations_html, occlusion_figure
 from .figures import attention_figure, lens_figure
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
-from .patch_figures import pair_figure, patch_figure
+from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
 from .tokens import show_token
 
 __all__ = [
@@ -162,6 +163,7 @@ def export_html(
     view = f"layers[{attention.layer}] head {head}" if attention is not None else "no attention pattern"
     body = [
         f'<p class="meta">prompt <code>{_e(result.prompt)}</code> · {count} tokens · {_e(view)}</p>',
+        *([f'<p class="meta ablation">{_e(ablation_line(result))}</p>'] if result.ablate else []),
         '<div id="nnw-tree"></div>',
         f'<script type="application/json" id="nnw-model" data-target="nnw-tree">{script_json(model)}</script>',
         "<h2>Attention and logit lens</h2>",
@@ -179,6 +181,28 @@ def export_html(
     body.extend(causal_sections(occlusion, steering, branch))
     head = [f"<style>{MODULE_TREE_CSS.read_text(encoding='utf-8')}</style>"]
     return _page(title, result.prompt, head, body, path)
+
+
+def ablation_line(result: PromptResult) -> str:
+    """What the page says of ablated heads: which ones, and (where the request measured it)
+    the clean top-1's probability without and with them. The lens and the attention
+    view on the page are of the ablated run."""
+    heads = ", ".join(f"L{layer}H{head}" for layer, head in result.ablate)
+    line = f"heads ablated in the lens and attention shown: {heads}"
+    delta = result.ablation
+    if delta is not None:
+        top = lens_token(result.lens, int(delta.ids[0]))
+        line += f" · p({top}) {float(delta.clean[0]):.4f} clean → {float(delta.ablated[0]):.4f} ablated"
+    return line
+
+
+def lens_token(lens: LensPanel, token: int) -> str:
+    """A token's text as the lens knows it (its top entries), else its id."""
+    ids = np.asarray(lens.top_ids)
+    found = np.argwhere(ids == token)
+    if found.size:
+        return repr(lens.top_texts[found[0][0]][found[0][1]][found[0][2]])
+    return f"token {token}"
 
 
 def _plots(figures: Sequence[tuple], plotlyjs: bool = True) -> list[str]:
@@ -374,7 +398,7 @@ def patch_section(
     token_selected = -1 if result.per_head else selected
     figures = [("patch", patch_figure(result, selected))]
     if pair is not None:
-        figures.append(("pair", pair_figure(pair, token_selected)))
+        figures.append(("pair", pair_figure(pair, token_selected, PAIR_NAMES)))
     facts = (
         f"site <code>{_e(result.site)}</code> · answer <code>{_e(show_token(result.answer_text))}</code> · "
         f"foil <code>{_e(show_token(result.foil_text))}</code> · logit difference clean "

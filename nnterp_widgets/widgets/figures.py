@@ -308,13 +308,26 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
     return go.Figure(data=traces, layout=layout)
 
 
-def head_grid_figure(panel: AttentionPanel, max_side: int | None = None) -> go.Figure:
+#: How the head grid marks the head the heatmap shows, and the ablated heads, in their titles.
+SHOWN_MARK = "▶ "
+ABLATED_MARK = " ✕ ablated"
+
+
+def head_title(head: int, shown: bool, ablated: bool) -> str:
+    """A head's title in the grid: marked when it is the one shown, and when it is ablated."""
+    return f"{SHOWN_MARK if shown else ''}head {head}{ABLATED_MARK if ablated else ''}"
+
+
+def head_grid_figure(
+    panel: AttentionPanel, max_side: int | None = None, shown: int | None = None, ablated: Sequence[int] = ()
+) -> go.Figure:
     """Small multiples: one heatmap per head of ``panel``'s layer, 4 to a row.
 
     Each is the head's thumbnail (its exact probabilities mean-pooled in the engine),
     :func:`mean_pool` ed further to at most ``max_side`` a side if given; one colour scale
     (0..1) for all; hover shows only the head and the (pooled) weight. Trace ``h`` is
-    head ``h``.
+    head ``h``. The ``shown`` head (the big heatmap's) is outlined and its title marked;
+    the ``ablated`` heads' titles say so.
     """
     heads = panel.num_heads
     cols = max(1, min(4, heads))
@@ -322,7 +335,7 @@ def head_grid_figure(panel: AttentionPanel, max_side: int | None = None) -> go.F
     fig = make_subplots(
         rows=rows,
         cols=cols,
-        subplot_titles=[f"head {h}" for h in range(heads)],
+        subplot_titles=[head_title(h, h == shown, h in ablated) for h in range(heads)],
         horizontal_spacing=0.03,
         vertical_spacing=min(0.08, 0.5 / rows),
     )
@@ -347,6 +360,19 @@ def head_grid_figure(panel: AttentionPanel, max_side: int | None = None) -> go.F
         margin=dict(l=20, r=20, t=70, b=20),
         uirevision=f"grid:{len(panel.tokens)}",
     )
+    if shown is not None and 0 <= shown < heads:
+        axis = "" if shown == 0 else str(shown + 1)
+        fig.add_shape(
+            type="rect",
+            xref=f"x{axis} domain",
+            yref=f"y{axis} domain",
+            x0=-0.02,
+            x1=1.02,
+            y0=-0.02,
+            y1=1.02,
+            line=dict(color=HIGHLIGHT, width=2),
+            name="shown head",
+        )
     return fig
 
 
@@ -391,11 +417,23 @@ def lens_hover(panel: LensPanel, layer: int, position: int) -> list[tuple[str, f
     return [(texts[i], _float32_value(probs[i])) for i in range(len(texts))]
 
 
-def lens_width(count: int) -> int:
-    """The lens figure's width for ``count`` positions: room for every cell label, when drawn."""
-    if count > MAX_TICK_LABELS:
-        return FIGURE_WIDTH
-    return max(FIGURE_WIDTH, 90 + 20 + 80 + LENS_COLUMN_PX * count)  # margins, colour bar, columns
+#: The widest the lens is drawn at a fixed width; wider, it takes the output area's width
+#: (a notebook's is about 1,000 px), so it never scrolls sideways nor hides its colour bar.
+LENS_FIXED_MAX = 960
+
+
+def lens_width(count: int) -> int | None:
+    """The lens figure's width for ``count`` positions: room for every cell label, or
+    None (the output area's width) where that would be wider than `LENS_FIXED_MAX`."""
+    wanted = max(FIGURE_WIDTH, 90 + 20 + 80 + LENS_COLUMN_PX * count)  # margins, colour bar, columns
+    return None if count > MAX_TICK_LABELS or wanted > LENS_FIXED_MAX else wanted
+
+
+def cell_chars(count: int) -> int:
+    """How much of a lens cell's token is drawn: `CELL_TEXT_CHARS` while the columns are
+    wide enough, fewer (at least 3) as they narrow; hover has the whole text."""
+    fits = (LENS_FIXED_MAX - 190) // max(1, count) // 7  # px per column / px per character
+    return max(3, min(CELL_TEXT_CHARS, fits))
 
 
 def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
@@ -403,7 +441,7 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
     panel's window of positions (``x`` is the position in the prompt).
 
     Each cell is coloured by its top-1 probability (0..1) and labelled with the top-1
-    token (escaped and cut to :data:`CELL_TEXT_CHARS`, ``text`` + ``texttemplate``; the
+    token (escaped and cut to `cell_chars`, ``text`` + ``texttemplate``; the
     labels are drawn for up to :data:`MAX_TICK_LABELS` positions). Hover: ``customdata[l][p] = [layer
     label, position's token, top-k texts..., top-k probabilities...]``. ``selected_token
     >= 0`` outlines that position's column.
@@ -413,9 +451,10 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
     z = np.ascontiguousarray(panel.top1_probs(), dtype=np.float32)
     labels = [escape_token(text) for text in panel.tokens.texts[start : start + count]]
     layer_labels = [escape_token(label) for label in panel.layer_labels]
-    # The cells' labels, cut to CELL_TEXT_CHARS; drawn up to MAX_TICK_LABELS positions (past
+    # The cells' labels, cut to `cell_chars(count)`; drawn up to MAX_TICK_LABELS positions (past
     # that a cell is a few pixels wide and the hover is the way to read it).
-    text = [[escape_token(cell, CELL_TEXT_CHARS) for cell in row] for row in panel.top1_texts()]
+    chars = cell_chars(count)
+    text = [[escape_token(cell, chars) for cell in row] for row in panel.top1_texts()]
     escape = np.frompyfunc(_cached_escape(), 1, 1)
     customdata = np.empty((layers, count, 2 + 2 * k), dtype=object)
     customdata[:, :, 0] = np.array(layer_labels, dtype=object)[:, None]

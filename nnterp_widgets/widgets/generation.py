@@ -109,6 +109,11 @@ class GenerationView(Asking, ipywidgets.VBox):
             **kwargs,
         )
 
+    @property
+    def shown_prompt(self) -> str | None:
+        """The prompt of the answer shown (None before one)."""
+        return None if self.result is None else self.result.prompt
+
     def generate(self, max_tokens: Any) -> None:
         """Ask for ``max_tokens`` tokens after the prompt (following ``target``); shown when it lands."""
         self._asked += 1

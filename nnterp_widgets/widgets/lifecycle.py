@@ -83,6 +83,12 @@ def close_all(widgets) -> None:
         widget.close()
 
 
+#: The class that dims a view showing an earlier prompt than the explorer's (module_tree.css).
+STALE = "nnw-stale"
+#: What a tool's message line says while its answer is of an earlier prompt.
+STALE_NOTE = "of the earlier prompt {prompt!r}: run it again for this one"
+
+
 class Asking:
     """A view that asks the session and shows the newest answer (a mixin; call
     ``_init_asking()`` in ``__init__``). Each request gets a number (``_asked``); an
@@ -142,4 +148,24 @@ class Asking:
             if type(error).__name__ != "Superseded":
                 self._failed(error)
             return None
+        self._fresh()
         return future.result()
+
+    #: The prompt of the answer shown, or None: each view says where it keeps it.
+    shown_prompt: str | None = None
+
+    def mark_stale(self, prompt: str) -> None:
+        """The explorer asked ``prompt``: dim this view, and say so, if its answer is of another."""
+        if self.shown_prompt is not None and self.shown_prompt != prompt:
+            self.add_class(STALE)
+            self._stale_note = STALE_NOTE.format(prompt=self.shown_prompt)
+            self.message.value = self._stale_note
+        elif self.shown_prompt == prompt:
+            self._fresh()
+
+    def _fresh(self) -> None:
+        self.remove_class(STALE)
+        note = getattr(self, "_stale_note", None)
+        if note is not None and self.message.value == note:
+            self.message.value = ""
+        self._stale_note = None

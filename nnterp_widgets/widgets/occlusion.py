@@ -49,6 +49,11 @@ class OcclusionPanel(Asking, PlotPanel):
         self.run_button.on_click(lambda button: self.run())
         self.measure_picker.observe(lambda change: self._render(), "value")
 
+    @property
+    def shown_prompt(self) -> str | None:
+        """The prompt of the answer shown (None before one)."""
+        return None if self.occlusion is None else self.occlusion.text
+
     def run(self) -> None:
         """Ask for the occlusion of the prompt toward the answer: one batched request per 64 positions."""
         self.set_status("busy", f"occluding each token ({self.mode_picker.value})")

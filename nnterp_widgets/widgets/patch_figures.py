@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 from ..session.intervention_results import PairLens, PatchResult
 from .figures import FIGURE_WIDTH, _token_axis, escape_token, selection_shapes
 
-__all__ = ["EFFECT_COLORSCALE", "pair_figure", "patch_figure"]
+__all__ = ["PAIR_NAMES", "EFFECT_COLORSCALE", "pair_figure", "patch_figure"]
 
 #: Diverging, white at 0: blue where a patch moves the metric away from clean, red towards it.
 EFFECT_COLORSCALE = "RdBu_r"
@@ -109,10 +109,16 @@ def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
     return go.Figure(data=[heatmap], layout=layout)
 
 
-def pair_figure(pair: PairLens, selected: int = -1) -> go.Figure:
+#: What the patching panel calls its two prompts (its boxes' names), in the pair's lens too.
+PAIR_NAMES = ("clean", "corrupted")
+
+
+def pair_figure(pair: PairLens, selected: int = -1, names: tuple[str, str] = ("first", "second")) -> go.Figure:
     """The lens difference: per layer and position, first - second of the lens's
-    logit(answer) - logit(foil). Hover: ``customdata = [layer, first's token, second's
+    logit(answer) - logit(foil), the two prompts called ``names`` (the patching panel's
+    "clean" and "corrupted"). Hover: ``customdata = [layer, first's token, second's
     token, first's value, second's value]``."""
+    one, two = (escape_token(name) for name in names)
     z = np.ascontiguousarray(pair.difference, dtype=np.float32)
     layers, count = z.shape
     first = [escape_token(text) for text in pair.first.tokens.texts]
@@ -132,19 +138,19 @@ def pair_figure(pair: PairLens, selected: int = -1) -> go.Figure:
         zmin=-span,
         zmax=span,
         colorscale=EFFECT_COLORSCALE,
-        colorbar=dict(title=dict(text="first − second"), thickness=12),
+        colorbar=dict(title=dict(text=f"{one} − {two}"), thickness=12),
         customdata=customdata,
         hovertemplate=(
             "%{customdata[0]}, position %{x:d}: %{customdata[1]} | %{customdata[2]}"
-            "<br>first %{customdata[3]:.3f}, second %{customdata[4]:.3f}"
+            f"<br>{one} %{{customdata[3]:.3f}}, {two} %{{customdata[4]:.3f}}"
             "<br>difference %{z:.3f}<extra></extra>"
         ),
         name="lens difference",
     )
     metric = f"logit({escape_token(pair.answer_text)}) − logit({escape_token(pair.foil_text)})"
     layout = dict(
-        title=dict(text=f"lens of {metric}: first prompt − second", font=dict(size=13)),
-        xaxis=_token_axis(first, title=dict(text="position (first prompt)")),
+        title=dict(text=f"lens of {metric}: {one} − {two}", font=dict(size=13)),
+        xaxis=_token_axis(first, title=dict(text=f"position ({one})")),
         yaxis=_layer_axis(layers),
         shapes=selection_shapes(count, selected, row=False, column=True, rows=layers),
         uirevision=f"pair:{layers}:{count}",

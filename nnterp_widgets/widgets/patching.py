@@ -28,7 +28,7 @@ import traitlets
 from ..session.intervention_results import SITES, PairLens, PatchResult
 from .lifecycle import KernelThread
 from .figures import selection_shapes
-from .patch_figures import pair_figure, patch_figure
+from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
 from .plot_panel import PlotPanel, clicked
 
 __all__ = ["DEFAULT_PAIR", "PatchPanel"]
@@ -182,7 +182,7 @@ class PatchPanel(PlotPanel):
         effect, pair = self._columns()
         if self._show(self.figure, patch_figure(self.result, effect)):
             self.figure.data[0].on_click(self._on_click)
-        if self.pair is not None and self._show(self.pair_figure, pair_figure(self.pair, pair)):
+        if self.pair is not None and self._show(self.pair_figure, pair_figure(self.pair, pair, PAIR_NAMES)):
             self.pair_figure.data[0].on_click(self._on_click)
         if not self.maps.children:
             self.maps.children = (self.figure, self.pair_figure)

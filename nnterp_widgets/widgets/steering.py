@@ -85,6 +85,11 @@ class SteerPanel(Asking, ipywidgets.VBox):
             **kwargs,
         )
 
+    @property
+    def shown_prompt(self) -> str | None:
+        """The prompt of the answer shown (None before one)."""
+        return None if self.result is None else self.result.steered.prompt
+
     def run(self) -> None:
         """Ask for the vector (when its prompts or layer changed), then both continuations."""
         self.output.value = ""  # no stale continuations under a new request
