@@ -36,6 +36,7 @@ from nnterp_widgets.session.panels import QUANT, AttentionPanel, LensPanel, Prom
 from nnterp_widgets.widgets.attention import AttentionView
 from nnterp_widgets.widgets.figures import (
     CELL_TEXT_CHARS,
+    head_scale,
     HOVER_TEXT_MAX_TOKENS,
     MAX_TICK_LABELS,
     attention_figure,
@@ -168,6 +169,22 @@ def test_escape_token_cut():
 # ------------------------------------------------------------------------ attention
 
 
+def test_the_colour_scale_sets_the_first_token_apart():
+    from nnterp_widgets.widgets.figures import SCALE_FLOOR
+
+    sink = np.array([[1.0, 0.0, 0.0], [0.9, 0.1, 0.0], [0.8, 0.15, 0.05]], dtype=np.float32)
+    assert head_scale(sink, True) == pytest.approx(0.15)  # the largest off the first column
+    assert head_scale(sink, False) == 1.0  # a window without the first token: its largest
+    assert head_scale(np.full((3, 3), 0.01, np.float32), True) == SCALE_FLOOR
+    result = make_result()
+    panel = panel_of(result, 1)
+    fig = attention_figure(panel, 2)
+    top = head_scale(panel.head(2), True)
+    assert fig.data[0].zmax == top
+    if top < 1:
+        assert f"to {top:.2f}" in fig.data[0].colorbar.title.text
+
+
 def test_attention_heatmap_is_the_head_exactly():
     result = make_result()
     panel = panel_of(result, 1)
@@ -177,7 +194,7 @@ def test_attention_heatmap_is_the_head_exactly():
     assert np.array_equal(z, panel.head(2))
     assert fig.layout.title.text == "layers[1] head 2"
     assert fig.layout.yaxis.autorange == "reversed"  # query 0 on top
-    assert fig.data[0].zmin == 0 and fig.data[0].zmax == 1
+    assert fig.data[0].zmin == 0 and fig.data[0].zmax == head_scale(panel.head(2), True)
     assert fig.layout.uirevision  # zoom survives updates
     # z goes out as a base64 float32 typed array, not as text numbers
     z_json = json.loads(fig.to_json())["data"][0]["z"]
@@ -341,9 +358,8 @@ def test_head_grid_one_trace_per_head_bounded_by_max_side():
         assert z.dtype == np.float32 and z.shape[0] <= 16 and z.shape[1] <= 16 and z.size <= 16**2
         assert np.allclose(z, mean_pool(panel.thumbnails[h], 16))  # the engine's thumbnail, pooled further
         assert np.allclose(panel.thumbnails[h], mean_pool(panel.head(h), 64))
-        assert trace.coloraxis == "coloraxis"
+        assert (trace.zmin, trace.zmax) == (0, head_scale(z, True))  # its own scale, as the heatmap's
         assert trace.hovertemplate == f"head {h}<br>weight %{{z:.3f}}<extra></extra>"
-    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0, 1)
     small = head_grid_figure(panel_of(make_result(), 0))  # short prompt: full resolution
     assert np.array_equal(small.data[0].z, panel_of(make_result(), 0).head(0))
 
@@ -590,10 +606,10 @@ def test_for_widget_long_attention_lens_and_grid():
     for h, (old, new) in enumerate(zip(grid.data, columns.data)):
         assert new.z.ndim == 1 and new.x.dtype == np.uint8
         assert np.array_equal(heatmap_matrix(new), mean_pool(panel.thumbnails[h], 16))
-        assert (new.xaxis, new.yaxis, new.coloraxis, new.hovertemplate) == (
+        assert (new.xaxis, new.yaxis, new.zmax, new.hovertemplate) == (
             old.xaxis,
             old.yaxis,
-            old.coloraxis,
+            old.zmax,
             old.hovertemplate,
         )
 

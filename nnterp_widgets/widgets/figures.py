@@ -208,6 +208,20 @@ def attention_selection(panel: AttentionPanel, selected: int) -> list[dict]:
     return [{k: (int(v) if isinstance(v, np.integer) else v) for k, v in shape.items()} for shape in shapes]
 
 
+#: The smallest top of a head's colour scale (a near-uniform head stays dark, not noisy).
+SCALE_FLOOR = 0.05
+
+
+def head_scale(weights: np.ndarray, first_key: bool) -> float:
+    """The top of a head's colour scale: its largest weight off the first token's column
+    when that column is shown (trained models park most weight on the first token, an
+    attention sink; on a 0..1 scale every other cell is then the same dark), else its
+    largest weight; at least `SCALE_FLOOR`. Cells above it (the sink) saturate."""
+    rest = weights[:, 1:] if first_key and weights.shape[1] > 1 else weights
+    top = float(rest.max()) if rest.size else 1.0
+    return float(min(1.0, max(SCALE_FLOOR, top)))
+
+
 def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1) -> go.Figure:
     """Heatmap of one head's cells: query rows (the first on top) × key columns.
 
@@ -218,8 +232,12 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
     past it see the module docstring. Pooled cells (a long prompt) sit at their cell
     index, and hover says which tokens a cell is the maximum over ("max over queries
     a..b, keys c..d"). ``selected_token >= 0`` outlines the row and column holding it.
+    The colour scale runs from 0 to `head_scale` (the first token's column set apart).
     """
     z = np.ascontiguousarray(panel.head(head), dtype=np.float32)
+    first_key = panel.key_start == 0
+    top = head_scale(z, first_key)
+    scale_note = "weight" if top >= 1.0 else f"weight (to {top:.2f}{'; first token saturates' if first_key else ''})"
     ys, xs = attention_axes(panel)
     if panel.exact:
         texts = panel.tokens.texts
@@ -237,9 +255,9 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
         x=xs,
         y=ys,
         zmin=0.0,
-        zmax=1.0,
+        zmax=top,
         colorscale=COLORSCALE,
-        colorbar=dict(title=dict(text="weight"), thickness=12),
+        colorbar=dict(title=dict(text=scale_note), thickness=12),
         name=f"head {head}",
     )
     layout = dict(
@@ -324,8 +342,9 @@ def head_grid_figure(
     """Small multiples: one heatmap per head of ``panel``'s layer, 4 to a row.
 
     Each is the head's thumbnail (its exact probabilities mean-pooled in the engine),
-    :func:`mean_pool` ed further to at most ``max_side`` a side if given; one colour scale
-    (0..1) for all; hover shows only the head and the (pooled) weight. Trace ``h`` is
+    :func:`mean_pool` ed further to at most ``max_side`` a side if given; each on its own
+    scale, as the heatmap (`head_scale`: the first token's column set apart); hover shows
+    only the head and the (pooled) weight. Trace ``h`` is
     head ``h``. The ``shown`` head (the big heatmap's) is outlined and its title marked;
     the ``ablated`` heads' titles say so.
     """
@@ -340,10 +359,14 @@ def head_grid_figure(
         vertical_spacing=min(0.08, 0.5 / rows),
     )
     for h in range(heads):
+        thumbnail = panel.thumbnails[h] if max_side is None else mean_pool(panel.thumbnails[h], max_side)
         fig.add_trace(
             go.Heatmap(
-                z=panel.thumbnails[h] if max_side is None else mean_pool(panel.thumbnails[h], max_side),
-                coloraxis="coloraxis",
+                z=thumbnail,
+                zmin=0.0,
+                zmax=head_scale(np.asarray(thumbnail), panel.key_start == 0),  # as the heatmap's
+                colorscale=COLORSCALE,
+                showscale=False,
                 name=f"head {h}",
                 hovertemplate=f"head {h}<br>weight %{{z:.3f}}<extra></extra>",
             ),
@@ -354,7 +377,6 @@ def head_grid_figure(
     fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed")
     fig.update_layout(
         title=dict(text=f"layers[{panel.layer}]: all heads (click one)"),
-        coloraxis=dict(colorscale=COLORSCALE, cmin=0.0, cmax=1.0, colorbar=dict(thickness=12)),
         width=FIGURE_WIDTH,
         height=170 * rows + 80,
         margin=dict(l=20, r=20, t=70, b=20),

@@ -1,0 +1,95 @@
+"""First paint in a real JupyterLab (issue 28): the explorer draws its module tree, with
+the prompt's shapes and token chips, while the engine is still starting; the panels fill
+when its first answer lands.
+
+A fresh kernel (a new notebook) runs one cell that opens the session on the trained model
+and shows the explorer, as a user's first cell would. Then, in Chromium: the tree and the
+chips appear while the lens has not (the first answer has not landed), and after it the
+lens names the answer. The kernel's own clock says how long each took (written to
+artifacts/first_paint.json; a bench reports it, no test asserts a duration).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+from browser_support import require_browser
+import test_jupyterlab_tour as tour
+from test_jupyterlab_tour import CHIPS_JS, KERNEL_EXEC_JS, PLOTS_JS, RUN_ALL_S, Page, _cell_errors
+
+lab, context = tour.lab, tour.context
+
+sync_api = require_browser()
+
+NOTEBOOK = "first_paint.ipynb"
+PROMPT = "The Eiffel Tower is in the city of"
+SOURCE = (
+    "import time\nSTARTED = time.perf_counter()\n"
+    "from nnterp_widgets import Explorer\nfrom nnterp_widgets.session import Session\n\n"
+    f"session = Session.open()\nexplorer = Explorer(session, prompt={PROMPT!r})\nexplorer"
+)
+ARTIFACT = Path(__file__).resolve().parents[2] / "artifacts" / "first_paint.json"
+TREE_S = 120  # the tree: the package's and vLLM's imports, the meta build, on a loaded machine
+
+
+def _notebook() -> dict:
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": SOURCE}
+    return {
+        "cells": [cell],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def _kernel_json(p, expression: str):
+    return json.loads(p.evaluate(KERNEL_EXEC_JS, f"import json; print(json.dumps({expression}), end='')"))
+
+
+def test_the_tree_is_drawn_before_the_engine_is_ready_and_the_answer_after(lab, context):
+    (lab.root / NOTEBOOK).write_text(json.dumps(_notebook()), encoding="utf-8")
+    page = Page(context.new_page())
+    p = page.page
+    p.goto(lab.url(f"/lab/tree/{NOTEBOOK}"), wait_until="domcontentloaded")
+    p.wait_for_function(
+        """() => { const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                   const kernel = panel && panel.sessionContext && panel.sessionContext.session
+                                  && panel.sessionContext.session.kernel;
+                   return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle'; }""",
+        timeout=60_000,
+        polling=250,
+    )
+    p.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
+    # The tree with the prompt's chips, while the lens (the first answer) is not drawn yet.
+    p.wait_for_function(
+        "() => [...document.querySelectorAll('.nnw-mt-chip')].some(c => c.textContent.includes('iffel'))"
+        " && document.querySelectorAll('.nnw-mt [role=treeitem]').length > 3",
+        timeout=TREE_S * 1000,
+        polling=100,
+    )
+    plots_then = [plot["title"] for plot in explorer.evaluate(PLOTS_JS)]
+    assert not any("logit lens" in title for title in plots_then), plots_then
+    chips = explorer.evaluate(CHIPS_JS)
+    assert "".join(chips).replace("␣", " ") == PROMPT
+    assert explorer.locator("[role=treeitem]", has_text="layers").count() > 0
+    # Then the first answer: the lens, whose last layer names the answer.
+    p.wait_for_function(
+        "(root) => [...root.querySelectorAll('.js-plotly-plot')].some(gd => "
+        "((gd._fullLayout || {}).title || {}).text && gd._fullLayout.title.text.includes('logit lens'))",
+        arg=explorer.element_handle(),
+        timeout=RUN_ALL_S * 1000,
+        polling=250,
+    )
+    assert _cell_errors(p) == []
+    answer, described, ready = _kernel_json(
+        p, "[explorer.result.lens.top_texts[-1][-1][0], session.described_seconds, session.start_seconds]"
+    )
+    assert answer == " Paris"
+    assert described < ready
+    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+    ARTIFACT.write_text(json.dumps({"described_s": described, "ready_s": ready}), encoding="utf-8")
+    p.close()
+    assert page.dialogs == [] and page.errors == [] and page.outside == [], (page.dialogs, page.errors, page.outside)
