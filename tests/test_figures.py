@@ -1120,3 +1120,25 @@ def test_a_wide_lens_takes_the_output_areas_width_and_shorter_labels():
     result = make_result(lens_texts=["Paris", " Eiffel", XSS, "\n"], k=2)
     fig = lens_figure(result.lens)
     assert fig.layout.width == lens_width(len(result.lens.positions))
+
+
+def test_the_token_view_shades_what_the_selected_token_attends_to():
+    import re
+
+    from nnterp_widgets.widgets.attention_text import HINT, attention_text_html
+
+    result = make_result()
+    panel = panel_of(result, 1)
+    assert html.escape(HINT) in attention_text_html(panel, 0, -1)
+    query = 5
+    page = attention_text_html(panel, 2, query)
+    spans = re.findall(r'<span class="nnw-att-token" style="([^"]*)" title="([^"]*)">([^<]*)</span>', page)
+    assert len(spans) == len(TEXTS)  # one per token, every token's text escaped (no markup)
+    assert "<img" not in page and "&lt;img" in page
+    row = panel.head(2)[query]
+    alphas = [float(re.search(r"rgba\([^)]*, ([0-9.]+)\)", style).group(1)) for style, _, _ in spans]
+    strongest = 1 + int(np.argmax(row[1 : query + 1]))  # off the first token
+    assert alphas[strongest] == 1.0 and all(a == 0 for a in alphas[query + 1 :])
+    assert f"weight {row[strongest]:.3f}" in spans[strongest][1]
+    assert "outline" in spans[query][0] and "opacity" in spans[query + 1][0]
+    assert "needs every exact cell" in attention_text_html(_pooled(panel, 3), 0, 3)

@@ -773,3 +773,13 @@ def test_the_head_grid_marks_the_shown_and_ablated_heads_and_the_export_says_the
     view.ablated = ()
     explorer.wait(120)
     assert "heads ablated" not in explorer.to_html()
+
+
+def test_the_token_view_follows_the_selected_token_and_head(session, explorer):
+    view = explorer.attention
+    explorer.selected_token = 2
+    assert "query 2 (" in view.text_view.value and f"head {view.head}:" in view.text_view.value
+    view.head = 1
+    assert "head 1:" in view.text_view.value
+    explorer.selected_token = -1
+    assert "select a token" in view.text_view.value

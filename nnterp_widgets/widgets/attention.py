@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 import traitlets
 
 from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
+from .attention_text import attention_text_html
 from .figures import attention_figure, attention_selection, head_grid_figure
 from .lifecycle import KernelThread, Landing
 from .plot_panel import PlotPanel, clicked
@@ -91,11 +92,14 @@ class AttentionView(PlotPanel):
         self.zoom_out_button.on_click(lambda button: self.zoom_out())
         self.figure = go.FigureWidget()
         self.grid = go.FigureWidget()
+        #: The prompt as text, shaded by the selected token's weights (`attention_text`).
+        self.text_view = ipywidgets.HTML("")
         super().__init__(
             [
                 ipywidgets.HBox([self.layer_input, self.head_input, self.zoom_out_button, self.range_label]),
                 ipywidgets.HBox([self.ablate_mode, self.clear_ablation, self.ablated_label]),
                 self.step_note,
+                self.text_view,
             ],
             [self.figure, self.grid],
             **kwargs,
@@ -338,6 +342,12 @@ class AttentionView(PlotPanel):
                 trace.on_click(partial(self._on_grid_click, index))
         layers = self.layers
         self.range_label.value = f"layers {layers[0]}..{layers[-1]} · heads 0..{panel.num_heads - 1}"
+        self._render_text()
+
+    def _render_text(self) -> None:
+        if self.shown is not None:
+            side = getattr(self.session, "pattern_side", PATTERN_SIDE)
+            self.text_view.value = attention_text_html(self.shown, self.head, self.selected_token, side)
 
     # ------------------------------------------------------------------ events
 
@@ -359,6 +369,7 @@ class AttentionView(PlotPanel):
         if self._holding or self._panel is None:
             return
         self.figure.layout.shapes = attention_selection(self.shown, change["new"])
+        self._render_text()
 
     def _on_main_click(self, trace, points, state=None) -> None:
         """Click on the head's heatmap: on exact cells select that query token (the row);
