@@ -783,3 +783,19 @@ def test_the_token_view_follows_the_selected_token_and_head(session, explorer):
     assert "head 1:" in view.text_view.value
     explorer.selected_token = -1
     assert "select a token" in view.text_view.value
+
+
+def test_the_tools_are_tabs_under_the_lens(explorer):
+    assert explorer.tools.titles == (
+        "generation",
+        "attribution",
+        "contribution graph",
+        "occlusion",
+        "steering",
+        "patching",
+    )
+    assert explorer.tree in explorer.views.children and explorer.attention in explorer.views.children
+    explorer.show_tool("patching")
+    assert explorer.tools.children[explorer.tools.selected_index] is explorer.patching
+    with pytest.raises(ValueError, match="the tabs are generation"):
+        explorer.show_tool("lens")

@@ -99,28 +99,26 @@ class Explorer(widgets.VBox):
         self.prompt_box.observe(lambda change: self.run(change["new"]), names="value")
         self.run_button.on_click(lambda button: self.run(self.prompt_box.value))
         self.attention.observe(lambda change: self.run(self.prompt_box.value), "ablated")
+        # The tree beside the attention view where the page is wide enough (it wraps under
+        # it where not); the lens under both, full width; the tools, which each ask on their
+        # own, in tabs (one at a time instead of a page several screens tall).
+        self.tree.layout.flex = "1 1 360px"
+        self.attention.layout.flex = "0 1 auto"
+        self.views = widgets.Box(
+            [self.tree, self.attention],
+            layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"),
+        )
+        self.tools = widgets.Tab(children=[panel for _, panel in self._tool_tabs()])
+        self.tools.titles = tuple(title for title, _ in self._tool_tabs())
         super().__init__(
             [
                 widgets.HBox([self.prompt_box, self.run_button]),
                 self.status_line,
                 self.ablation_line,
-                self.tree,
-                # One under the other: side by side in a notebook (~1000 px) each got ~530 px,
-                # less than a figure's width, and the lens's cell labels need room per token.
-                self.attention,
+                self.views,
                 self.follow,
                 self.lens,
-                self.generation,
-                widgets.HTML("<b>Who wrote the answer</b> (direct logit attribution)"),
-                self.attribution,
-                widgets.HTML("<b>Through which tokens</b> (the contribution graph)"),
-                self.contributions,
-                widgets.HTML("<b>Which tokens the answer needs</b> (occlusion)"),
-                self.occlusion,
-                widgets.HTML("<b>Steering</b> (a vector from two prompts, added at a layer)"),
-                self.steering,
-                widgets.HTML("<b>Activation patching</b>"),
-                self.patching,
+                self.tools,
             ],
             **kwargs,
         )
@@ -158,6 +156,24 @@ class Explorer(widgets.VBox):
             panel.add_class(STALE)
         for tool in self._tools():
             tool.mark_stale(prompt)
+
+    def _tool_tabs(self) -> tuple:
+        """The tools' tabs: (title, panel), in the order a tour meets them."""
+        return (
+            ("generation", self.generation),
+            ("attribution", self.attribution),
+            ("contribution graph", self.contributions),
+            ("occlusion", self.occlusion),
+            ("steering", self.steering),
+            ("patching", self.patching),
+        )
+
+    def show_tool(self, title: str) -> None:
+        """Open the tools' tab called ``title`` ("generation", "attribution", ...)."""
+        titles = [name for name, _ in self._tool_tabs()]
+        if title not in titles:
+            raise ValueError(f"no tool {title!r}: the tabs are {', '.join(titles)}")
+        self.tools.selected_index = titles.index(title)
 
     def _tools(self) -> tuple:
         return (self.generation, self.attribution, self.contributions, self.occlusion, self.steering)

@@ -94,6 +94,12 @@ HOVER_TEXT_MAX_TOKENS = 256
 #: whatever the panel's, and a panel narrower than that cut the colour bar and the
 #: right-hand columns off.
 FIGURE_WIDTH = 700
+#: Sizes that keep the tree, the heatmap and the lens within a screen or two: the heatmap's
+#: height, the head grid's width and height per row of four heads, a lens row's height.
+ATTENTION_HEIGHT = 520
+GRID_WIDTH = 560
+GRID_ROW_PX = 130
+LENS_ROW_PX = 22
 #: A lens column is this wide while its cell labels are drawn (``CELL_TEXT_CHARS`` at 10 px).
 LENS_COLUMN_PX = 46
 
@@ -265,7 +271,7 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
         uirevision=f"attention:{len(panel.tokens)}:{panel.block}:{panel.query_start}:{panel.key_start}",
         shapes=attention_selection(panel, selected_token),
         width=FIGURE_WIDTH,
-        height=600,
+        height=ATTENTION_HEIGHT,
         margin=dict(l=90, r=20, t=50, b=90),
         hovermode="closest",
     )
@@ -377,9 +383,9 @@ def head_grid_figure(
     fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed")
     fig.update_layout(
         title=dict(text=f"layers[{panel.layer}]: all heads (click one)"),
-        width=FIGURE_WIDTH,
-        height=170 * rows + 80,
-        margin=dict(l=20, r=20, t=70, b=20),
+        width=GRID_WIDTH,
+        height=GRID_ROW_PX * rows + 70,
+        margin=dict(l=20, r=20, t=60, b=10),
         uirevision=f"grid:{len(panel.tokens)}",
     )
     if shown is not None and 0 <= shown < heads:
@@ -668,7 +674,7 @@ def lens_layout(
         shapes=selection_shapes(start + count, selected, row=False, column=True, rows=layers),
         uirevision=f"{revision}:{start}:{count}:{layers}",
         width=lens_width(count),
-        height=max(300, 34 * layers + 200),
+        height=max(300, LENS_ROW_PX * layers + 170),
         margin=dict(l=90, r=20, t=50, b=90),
         hovermode="closest",
     )

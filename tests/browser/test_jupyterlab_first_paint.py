@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 
 from browser_support import require_browser
 import test_jupyterlab_tour as tour
@@ -48,9 +50,18 @@ def _kernel_json(p, expression: str):
     return json.loads(p.evaluate(KERNEL_EXEC_JS, f"import json; print(json.dumps({expression}), end='')"))
 
 
-def test_the_tree_is_drawn_before_the_engine_is_ready_and_the_answer_after(lab, context):
+@pytest.fixture(scope="module")
+def fresh(lab, context):
+    """A new notebook (a fresh kernel) open in JupyterLab, its cell not run yet."""
     (lab.root / NOTEBOOK).write_text(json.dumps(_notebook()), encoding="utf-8")
     page = Page(context.new_page())
+    yield page
+    page.page.close()
+    assert page.dialogs == [] and page.errors == [] and page.outside == [], (page.dialogs, page.errors, page.outside)
+
+
+def test_the_tree_is_drawn_before_the_engine_is_ready_and_the_answer_after(lab, fresh):
+    page = fresh
     p = page.page
     p.goto(lab.url(f"/lab/tree/{NOTEBOOK}"), wait_until="domcontentloaded")
     p.wait_for_function(
@@ -91,5 +102,54 @@ def test_the_tree_is_drawn_before_the_engine_is_ready_and_the_answer_after(lab, 
     assert described < ready
     ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
     ARTIFACT.write_text(json.dumps({"described_s": described, "ready_s": ready}), encoding="utf-8")
-    p.close()
-    assert page.dialogs == [] and page.errors == [] and page.outside == [], (page.dialogs, page.errors, page.outside)
+
+
+LONG = " ".join(["The Eiffel Tower is in Paris, and the Colosseum is in Rome."] * 22)  # about 300 tokens
+#: The explorer's layout at a long prompt: the output area's overflow, each figure's drawn
+#: tick labels' boxes, its colour bar's right edge, and which panels are dimmed.
+LAYOUT_JS = """(root) => {
+  const area = root.closest('.jp-OutputArea') || root;
+  const box = area.getBoundingClientRect();
+  const plots = [...root.querySelectorAll('.js-plotly-plot')].map(gd => {
+    const title = ((gd._fullLayout || {}).title || {}).text || '';
+    const boxes = (sel) => [...gd.querySelectorAll(sel)].map(t => t.getBoundingClientRect())
+      .filter(r => r.width > 0).map(r => [r.left, r.right, r.top, r.bottom]);
+    const bar = gd.querySelector('.colorbar');
+    return {title, x: boxes('.xaxislayer-above .xtick text'), y: boxes('.yaxislayer-above .ytick text'),
+            bar: bar ? bar.getBoundingClientRect().right : null};
+  });
+  return {overflow: area.scrollWidth - area.clientWidth, right: box.right, plots,
+          stale: [...root.querySelectorAll('.nnw-stale')].length};
+}"""
+
+
+def _overlaps(boxes: list) -> list:
+    """Pairs of tick label boxes that overlap (by more than a pixel each way)."""
+    found = []
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            if a[0] < b[1] - 1 and b[0] < a[1] - 1 and a[2] < b[3] - 1 and b[2] < a[3] - 1:
+                found.append((a, b))
+    return found
+
+
+def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
+    p = fresh.page
+    explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
+    p.set_viewport_size({"width": 1600, "height": 1000})
+    count = _kernel_json(p, f"explorer.prompt_box.__setattr__('value', {LONG!r}) or len(session.tokens({LONG!r}))")
+    assert 250 <= count <= 400
+    layout = explorer.evaluate(LAYOUT_JS)
+    assert layout["stale"] >= 2  # the attention view and the lens dim at once, before the answer
+    assert _kernel_json(p, "len(explorer.wait(300).tokens)") == count
+    p.wait_for_function(
+        "(root) => !root.querySelector('.nnw-stale')", arg=explorer.element_handle(), timeout=30_000, polling=250
+    )
+    p.wait_for_timeout(1000)  # plotly's relayout after the answer
+    layout = explorer.evaluate(LAYOUT_JS)
+    assert layout["overflow"] <= 1, layout["overflow"]  # no sideways scroll in the output area
+    for plot in layout["plots"]:
+        assert _overlaps(plot["x"]) == [] and _overlaps(plot["y"]) == [], plot["title"]
+        if plot["bar"] is not None:
+            assert plot["bar"] <= layout["right"] + 1, plot["title"]  # the colour bar in view
+    tour._shot(explorer, "explorer_300_tokens")

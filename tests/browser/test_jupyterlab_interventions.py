@@ -150,6 +150,7 @@ def test_toggling_heads_in_ablate_mode_changes_the_delta_line(notebook):
 def test_a_patching_sweep_draws_the_effect_map_with_token_labels(notebook):
     page, explorer = notebook
     p = page.page
+    explorer.locator(tour.TOOL_TAB, has_text="patching").first.click()  # the tools are tabs
     button = explorer.locator("button").filter(has_text="patch").filter(has_not_text="ablat")
     asked = "explorer.patching._asked"  # how many sweeps the panel has asked for
     for _ in range(2):

@@ -564,6 +564,8 @@ def test_static_export_renders_offline(lab, context, tour):
 
 # ------------------------------------------------------------------------ generation (issue 16)
 
+#: A tab of the explorer's tools (ipywidgets' Tab is a Lumino tab bar).
+TOOL_TAB = ".lm-TabBar-tab"
 PATTERN_ROW = '[role=treeitem][data-key$="layers.0.self_attn.attention_probabilities"]'
 GENERATE_S = 120  # one generation: one engine request, then the figure and the slider
 
@@ -589,6 +591,7 @@ def test_generate_step_to_a_decode_step_and_read_why_the_pattern_is_greyed(tour)
     p = page.page
     row = explorer.locator(PATTERN_ROW)
     assert row.count() == 1 and row.get_attribute("aria-disabled") != "true"  # served on the prompt
+    explorer.locator(TOOL_TAB, has_text="generation").first.click()  # the tools are tabs
     explorer.locator("button", has_text="generate").first.click()
     slider = explorer.get_by_role("slider", name="step")  # labelled: its <label>
     assert slider.count() == 1
