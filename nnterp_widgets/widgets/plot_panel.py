@@ -106,8 +106,10 @@ class PlotPanel(ipywidgets.VBox):
         self.status = Status(state, message).to_json()
 
     def close(self) -> None:
-        """Close the panel and the widgets it holds (a panel subscribes to nothing)."""
+        """Close the panel and the widgets it holds (a panel subscribes to nothing), its
+        figures too, shown or not yet."""
         close_all(self.children)
+        close_all(self._figures)
         super().close()
 
     def _show(self, widget: go.FigureWidget, fig: go.Figure) -> bool:
