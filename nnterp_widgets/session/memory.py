@@ -35,15 +35,14 @@ class MemoryRefused(ProbeError):
     """A request refused before it runs: it would not fit in the engine's memory."""
 
 
-def free_bytes() -> int:
-    """Memory free for the engine's next allocations: the GPU's free memory where the
-    engine runs on one, else the machine's available memory."""
-    import torch
-
+def free_bytes() -> int | None:
+    """The machine's available memory where the engine computes in it (the CPU); None on
+    a GPU, where running out is a recoverable error of the request (torch's out-of-memory
+    error, reported like any failure) and vLLM holds most of the device by design."""
     from ..engine.platform import on_cpu
 
-    if not on_cpu() and torch.cuda.is_available():
-        return int(torch.cuda.mem_get_info()[0])
+    if not on_cpu():
+        return None
     import psutil
 
     return int(psutil.virtual_memory().available)
@@ -63,6 +62,8 @@ def check_memory(
     """Refuse (`MemoryRefused`) a request whose estimate exceeds `HEADROOM` of the free
     memory, or of ``limit`` bytes when given (tests lower it to see the refusal)."""
     free = free_bytes() if limit is None else int(limit)
+    if free is None:
+        return
     need = request_bytes(model, tokens, patterns, extra)
     if need <= HEADROOM * free:
         return
