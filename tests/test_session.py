@@ -416,16 +416,17 @@ def test_a_prompt_that_would_not_fit_in_memory_is_refused_before_it_runs(session
     from nnterp_widgets.session.memory import MemoryRefused, request_bytes
 
     engine = session._worker.engine
-    tokens = len(session.tokens(LONGER))
+    text = LONGER + " again"  # a prompt no other test asked for: nothing of it is cached
+    tokens = len(session.tokens(text))
     need = request_bytes(engine, tokens, patterns=1)
     session.memory_limit = need  # under the estimate once the headroom is kept
     try:
         with pytest.raises(MemoryRefused, match=r"Shorten the prompt to about \d+ tokens"):
-            session.prompt(LONGER, key="memory").result(60)
+            session.prompt(text, key="memory").result(60)
         with pytest.raises(MemoryRefused):
-            session.attention(LONGER, 1, key="memory").result(60)
+            session.attention(text, 1, key="memory").result(60)
         session.memory_limit = 10 * need
-        assert len(session.prompt(LONGER, key="memory").result(120).tokens) == tokens
+        assert len(session.prompt(text, key="memory").result(120).tokens) == tokens
     finally:
         session.memory_limit = None
 
@@ -443,6 +444,8 @@ def test_the_session_engine_runs_in_this_process_and_a_second_is_refused(session
     from nnterp_widgets.engine import platform
     from nnterp_widgets.engine.standardized import StandardizedVLLM
 
+    if not platform.on_cpu():
+        pytest.skip("off the CPU a session's engine runs in vLLM's own processes")
     engine = session._worker.engine
     assert engine.engine_pids == [] and engine.alive
     assert not platform.in_process_default()

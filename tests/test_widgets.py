@@ -726,11 +726,11 @@ def test_a_new_prompt_dims_what_shows_the_old_one_until_its_answer(session, expl
     other = "The Colosseum is in"
     explorer.prompt_box.value = other
     # At once, before the answer: the main panels and the attribution dim, and it says why.
-    assert all(STALE in panel._dom_classes for panel in explorer.panels)
+    assert all(STALE in panel._dom_classes for panel in explorer._dimmed())
     assert STALE in explorer.attribution._dom_classes
     assert repr(PROMPT) in explorer.attribution.message.value
     explorer.wait(120)
-    assert not any(STALE in panel._dom_classes for panel in explorer.panels)
+    assert not any(STALE in panel._dom_classes for panel in explorer._dimmed())
     assert STALE in explorer.attribution._dom_classes  # its own answer is still the old prompt's
     explorer.attribution.run()
     explorer.attribution.wait(120)
@@ -794,7 +794,7 @@ def test_the_tools_are_tabs_under_the_lens(explorer):
         "steering",
         "patching",
     )
-    assert explorer.tree in explorer.views.children and explorer.attention in explorer.views.children
+    assert explorer.tree in explorer.tree_box.children and explorer.attention in explorer.views.children
     explorer.show_tool("patching")
     assert explorer.tools.children[explorer.tools.selected_index] is explorer.patching
     with pytest.raises(ValueError, match="the tabs are generation"):

@@ -19,6 +19,7 @@ error, and the engine carries on.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Sequence
 
 import numpy as np
@@ -431,10 +432,21 @@ def _numpy(tensor: Any, dtype) -> np.ndarray:
     return np.asarray(tensor).astype(dtype, copy=False)
 
 
+#: Each tokenizer's decoded token texts, kept across requests: decoding a token one at a
+#: time costs microseconds, and a long prompt's thousands of them every request add up.
+_TEXTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def tokens_of(model, input_ids: Any) -> Tokens:
     ids = tuple(int(i) for i in _numpy(input_ids, np.int64))
     tokenizer = model.tokenizer
-    return Tokens(ids, tuple(tokenizer.decode([i]) for i in ids))
+    try:
+        known = _TEXTS.setdefault(tokenizer, {})
+    except TypeError:  # a tokenizer that cannot be weakly referenced: decode each time
+        known = {}
+    for i in set(ids) - known.keys():
+        known[i] = tokenizer.decode([i])
+    return Tokens(ids, tuple(known[i] for i in ids))
 
 
 def _attention(

@@ -23,7 +23,7 @@ from .contributions import FLOOR, contributions
 from .branching import branch
 from .occlusion import occlude
 from .engine_log import failure_note, route_engine_logs
-from .memory import check_memory
+from .memory import check_memory, free_bytes
 from .panels import Tokens
 from .steering import steer, steering_vector
 from .heads import head_roles
@@ -380,9 +380,9 @@ class Session:
         under ``floor`` are not returned (at most layers x tokens / floor edges)."""
 
         def run(engine):
-            tokens = len(engine.tokenizer(text)["input_ids"])
-            messages = 2 * tokens * engine.num_heads * engine.hidden_size * 4
-            self._fits(engine, text, patterns=1, extra=messages)
+            if isinstance(text, str):
+                tokens = len(engine.tokenizer(text)["input_ids"])
+                self._fits(engine, text, patterns=1, extra=2 * tokens * engine.num_heads * engine.hidden_size * 4)
             return contributions(engine, text, floor)
 
         return self.request(key, run)
@@ -434,9 +434,10 @@ class Session:
     def _fits(self, engine, text: str, patterns: int = 0, extra: int = 0) -> None:
         """Refuse, before it runs, a request on ``text`` that would not fit the engine's
         memory (`memory.check_memory`; ``memory_limit`` replaces the free memory)."""
-        if isinstance(text, str) and text.strip():
+        limit = self.memory_limit if self.memory_limit is not None else free_bytes()
+        if limit is not None and isinstance(text, str) and text.strip():
             tokens = len(engine.tokenizer(text)["input_ids"])
-            check_memory(engine, tokens, patterns, extra, limit=self.memory_limit, advice=MEMORY_ADVICE)
+            check_memory(engine, tokens, patterns, extra, limit=limit, advice=MEMORY_ADVICE)
 
     def _engine(self):
         # The client-side envoy tree and tokenizer only: reading them runs nothing. They

@@ -102,10 +102,12 @@ class Explorer(widgets.VBox):
         # The tree beside the attention view where the page is wide enough (it wraps under
         # it where not); the lens under both, full width; the tools, which each ask on their
         # own, in tabs (one at a time instead of a page several screens tall).
-        self.tree.layout.flex = "1 1 360px"
+        # The tree is an anywidget, whose page element keeps a class once set: it is dimmed
+        # through a plain box around it.
+        self.tree_box = widgets.Box([self.tree], layout=widgets.Layout(flex="1 1 360px"))
         self.attention.layout.flex = "0 1 auto"
         self.views = widgets.Box(
-            [self.tree, self.attention],
+            [self.tree_box, self.attention],
             layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"),
         )
         self.tools = widgets.Tab(children=[panel for _, panel in self._tool_tabs()])
@@ -152,10 +154,14 @@ class Explorer(widgets.VBox):
         """Dim what shows an earlier prompt: the main panels until this answer lands; a
         tool's answer (generation, attribution, graph, occlusion, steering) until it
         runs again on this prompt, with a line saying so."""
-        for panel in self.panels:
+        for panel in self._dimmed():
             panel.add_class(STALE)
         for tool in self._tools():
             tool.mark_stale(prompt)
+
+    def _dimmed(self) -> tuple:
+        """What a new prompt dims until its answer: the main views (the tree by its box)."""
+        return (self.tree_box, self.attention, self.lens)
 
     def _tool_tabs(self) -> tuple:
         """The tools' tabs: (title, panel), in the order a tour meets them."""
@@ -272,7 +278,7 @@ class Explorer(widgets.VBox):
 
     def update(self, result: PromptResult) -> None:
         self.result = result
-        for panel in self.panels:
+        for panel in self._dimmed():
             panel.remove_class(STALE)
         if self.selected_token >= len(result.tokens):
             self.selected_token = -1

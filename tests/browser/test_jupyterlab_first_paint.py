@@ -142,9 +142,18 @@ def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
     layout = explorer.evaluate(LAYOUT_JS)
     assert layout["stale"] >= 2  # the attention view and the lens dim at once, before the answer
     assert _kernel_json(p, "len(explorer.wait(300).tokens)") == count
-    p.wait_for_function(
-        "(root) => !root.querySelector('.nnw-stale')", arg=explorer.element_handle(), timeout=30_000, polling=250
-    )
+    try:
+        p.wait_for_function(
+            "(root) => !root.querySelector('.nnw-stale')", arg=explorer.element_handle(), timeout=30_000, polling=250
+        )
+    except sync_api.TimeoutError:
+        still = explorer.evaluate(
+            "(root) => [...root.querySelectorAll('.nnw-stale')].map(e => e.className + ' :: ' + e.textContent.slice(0, 80))"
+        )
+        kernel = _kernel_json(
+            p, "[[type(w).__name__, w._dom_classes] for w in (*explorer._dimmed(), *explorer._tools())]"
+        )
+        pytest.fail(f"still dimmed after the answer: {still}; the kernel's classes: {kernel}")
     p.wait_for_timeout(1000)  # plotly's relayout after the answer
     layout = explorer.evaluate(LAYOUT_JS)
     assert layout["overflow"] <= 1, layout["overflow"]  # no sideways scroll in the output area

@@ -165,18 +165,23 @@ def recompute_scores(
     """
     heads, kv_heads = query.shape[1], key.shape[1]
     key = key.repeat_interleave(heads // kv_heads, dim=1)
-    scores = torch.einsum("qhd,khd->hqk", query.float(), key.float()) * scale
+    # [heads, tokens, tokens] is the large tensor (gigabytes at 8k tokens): it is written
+    # once by the product and then changed in place; the scale goes on the query.
+    scores = torch.einsum("qhd,khd->hqk", query.float() * scale, key.float())
     if softcap:
-        scores = softcap * torch.tanh(scores / softcap)
+        scores.div_(softcap).tanh_().mul_(softcap)
     tokens = query.shape[0]
+    if alibi_slopes is None and not (sliding_window is not None and sliding_window > 0):
+        hidden = torch.ones(tokens, tokens, dtype=torch.bool, device=scores.device).triu_(1)
+        return scores.masked_fill_(hidden, float("-inf"))
     position = torch.arange(tokens, device=scores.device)
     distance = position[:, None] - position[None, :]  # query - key
     if alibi_slopes is not None:
-        scores = scores - alibi_slopes.to(scores)[:, None, None] * distance
+        scores.sub_(alibi_slopes.to(scores)[:, None, None] * distance)
     hidden = distance < 0
     if sliding_window is not None and sliding_window > 0:
         hidden = hidden | (distance >= sliding_window)
-    return scores.masked_fill(hidden, float("-inf"))
+    return scores.masked_fill_(hidden, float("-inf"))
 
 
 def _scores(attention, raw):
