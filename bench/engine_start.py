@@ -37,8 +37,8 @@ def main(repeat: int = 2) -> str:
 
     path = str(checkpoint("qwen2"))
     # Best of each: starts and closes are timed apart, so each column's minimum.
-    raw_start, raw_close = map(min, zip(*(start_and_close("raw", path) for _ in range(repeat))))
-    start, close = map(min, zip(*(start_and_close("standardized", path) for _ in range(repeat))))
+    raw_start, raw_close = map(min, zip(*(start_and_close("raw", path) for _ in range(repeat)), strict=True))
+    start, close = map(min, zip(*(start_and_close("standardized", path) for _ in range(repeat)), strict=True))
     return report(
         "Engine start and close (best of %d, fresh process each)" % repeat,
         [

@@ -48,7 +48,8 @@ def _demo(args: argparse.Namespace) -> int:
         print("  " + " | ".join(f"{w!r:>12}" for w in words))
         for index, top in enumerate(lens):
             cells = [
-                f"{tokenizer.decode([i])!r:>8} {p:.2f}" for p, i in zip(top.values[0].tolist(), top.indices[0].tolist())
+                f"{tokenizer.decode([i])!r:>8} {p:.2f}"
+                for p, i in zip(top.values[0].tolist(), top.indices[0].tolist(), strict=True)
             ]
             print(f"L{index:<2}" + " | ".join(f"{c:>12}" for c in cells))
     finally:

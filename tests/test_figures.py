@@ -41,13 +41,12 @@ from nnterp_widgets.widgets.figures import (
     MAX_TICK_LABELS,
     attention_figure,
     escape_token,
-    for_widget,
     head_grid_figure,
-    heatmap_matrix,
     lens_figure,
     lens_hover,
     mean_pool,
 )
+from nnterp_widgets.widgets.figure_transport import for_widget, heatmap_matrix
 from nnterp_widgets.widgets.lens import LogitLens
 from nnterp_widgets.widgets.tokens import show_token
 
@@ -603,7 +602,7 @@ def test_for_widget_long_attention_lens_and_grid():
     panel = panel_of(make_result([f"t{i}" for i in range(100)], layers=1, heads=6), 0)
     grid = head_grid_figure(panel, max_side=16)
     columns = for_widget(grid)
-    for h, (old, new) in enumerate(zip(grid.data, columns.data)):
+    for h, (old, new) in enumerate(zip(grid.data, columns.data, strict=True)):
         assert new.z.ndim == 1 and new.x.dtype == np.uint8
         assert np.array_equal(heatmap_matrix(new), mean_pool(panel.thumbnails[h], 16))
         assert (new.xaxis, new.yaxis, new.zmax, new.hovertemplate) == (
@@ -649,7 +648,7 @@ def test_attention_view_sends_the_pattern_as_binary():
     assert [name for name, _ in sent] == ["_py2js_update", "_py2js_update"] and len(grid_sent) == 2
     # The head change moves the grid's marks only (titles and outline): no thumbnail resent.
     assert grid_sent[0][1]["style_data"] == {} and "annotations.3.text" in grid_sent[0][1]["layout_data"]
-    for (_, message), pattern in zip(sent, (patterns(result)[1][3], patterns(result)[2][3])):
+    for (_, message), pattern in zip(sent, (patterns(result)[1][3], patterns(result)[2][3]), strict=False):
         style = _py_to_js(message["style_data"], None)
         assert np.array_equal(binary(style["z"][0]), pattern.reshape(-1))
         assert "x" not in style and "y" not in style  # the positions went once
@@ -1101,7 +1100,7 @@ def test_the_contribution_figure_draws_the_kept_edges_with_escaped_labels():
     assert len(picture.edges) == 5
     fig = contribution_figure(picture)
     nodes = fig.data[-1]
-    assert list(zip(nodes.x, nodes.y)) == [(2, 2), (0, 1), (2, 1), (0, 0), (2, 0)]
+    assert list(zip(nodes.x, nodes.y, strict=True)) == [(2, 2), (0, 1), (2, 1), (0, 0), (2, 0)]
     hover = fig.data[-2]
     assert len(hover.hovertext) == 5
     assert any("layers[1] attention: &lt;b&gt;·0 → ␣c·2" in text and "30.0%" in text for text in hover.hovertext)

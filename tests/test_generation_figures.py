@@ -26,7 +26,7 @@ from nnterp_widgets.session.generation import (
 )
 from nnterp_widgets.session.panels import Tokens
 from nnterp_widgets.widgets.export import export_generation_html, export_html, generation_section
-from nnterp_widgets.widgets.figures import for_widget, heatmap_matrix
+from nnterp_widgets.widgets.figure_transport import for_widget, heatmap_matrix
 from nnterp_widgets.widgets.tokens import show_token
 from nnterp_widgets.widgets.generation_figures import MODE_STYLES, generation_lens_figure, lens_mode_figure
 from test_export import _decode, _figures, synthetic_result, synthetic_tree

@@ -197,7 +197,7 @@ def test_a_long_prompt_ships_the_max_pooled_pattern(small_side):
         # The cells' token ranges tile the prompt, the last one holding what is left.
         ranges = panel.query_ranges()
         assert ranges[0] == (0, block) and ranges[-1][1] == count
-        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
         assert panel.key_ranges() == ranges
         # Thumbnails are as before: the exact pattern, mean-pooled.
         np.testing.assert_allclose(panel.thumbnails, exact, atol=1e-5)

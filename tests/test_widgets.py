@@ -19,7 +19,8 @@ import pytest
 from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree, PatchPanel
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.session import InterventionError
-from nnterp_widgets.widgets.figures import escape_token, heatmap_matrix, lens_hover
+from nnterp_widgets.widgets.figure_transport import heatmap_matrix
+from nnterp_widgets.widgets.figures import escape_token, lens_hover
 from nnterp_widgets.widgets.tokens import show_token
 from reference import reference_attention, reference_values
 from test_export import _decode, _figures
@@ -607,7 +608,7 @@ def test_contribution_panel_draws_the_graph_and_redraws_at_a_threshold_without_a
     devices.assert_same_run(shown.residual, direct.residual)
     nodes = panel.figure.data[-1]
     route = shown.graph(panel.threshold.value)
-    assert list(zip(nodes.x, nodes.y)) == [(p, l) for l, p in route.nodes]
+    assert list(zip(nodes.x, nodes.y, strict=True)) == [(p, l) for l, p in route.nodes]
     # The slider keeps fewer edges, from the answer held: no new request.
     asked = session.engine_requests
     wide = len(panel.figure.data[-2].hovertext) if len(panel.figure.data) > 1 else 0

@@ -175,8 +175,10 @@ def _wait_gone(pids: list[int], limit: float = 30.0) -> None:
 
 
 def _served_class(engine) -> str:
+    from nnterp_widgets.engine import module_of
+
     try:
-        return type(engine._module).__name__
+        return type(module_of(engine)).__name__
     except Exception:  # noqa: BLE001
         return "?"
 

@@ -89,7 +89,7 @@ def run_transformers(name: str) -> dict:
         greedy=greedy,
         greedy_text=tokenizer.decode([greedy]),
         logit_absmax=float(logits.abs().max()),
-        top=[[int(i), float(v)] for i, v in zip(top.indices, top.values)],
+        top=[[int(i), float(v)] for i, v in zip(top.indices, top.values, strict=True)],
         logprobs=logprobs.tolist(),  # dropped before writing; used for the comparison
     )
     # A second transformers reference, for telling a transformers eager quirk from a

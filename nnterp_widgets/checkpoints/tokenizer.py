@@ -71,7 +71,7 @@ def _byte_chars() -> dict[int, str]:
             printable.append(byte)
             chars.append(256 + extra)
             extra += 1
-    return {byte: chr(char) for byte, char in zip(printable, chars)}
+    return {byte: chr(char) for byte, char in zip(printable, chars, strict=True)}
 
 
 def save_tokenizer(directory: Path, vocab_size: int | None = None) -> int:

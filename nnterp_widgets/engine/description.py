@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from ..components import module_of
 from ..components.vllm.attention import ATTENTION_VALUES
 from ..components.vllm.layer import LAYER_VALUES
 from ..components.vllm.mlp import MLP_VALUES
@@ -148,13 +149,13 @@ def describe_modules(model: Any, values: tuple[ValueDescription, ...]) -> tuple[
                 path=envoy.path,
                 parent=parent,
                 native=native,
-                type=type(envoy._module).__name__,
+                type=type(module_of(envoy)).__name__,
                 standard=name,
                 layer=layer,
                 values=tuple(by_host.get(envoy.path, ())),
             )
         )
-        for child_name, child in envoy._named_children():
+        for child_name, child in envoy._named_children():  # noqa: SLF001 - nnsight lists an envoy's children so
             if child.path != f"{envoy.path}.{child_name}":
                 continue  # a second path to a module listed elsewhere (tied weights)
             walk(child, child_name, envoy.path)

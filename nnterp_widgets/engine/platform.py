@@ -152,7 +152,7 @@ def _meta_prepack_kernels() -> None:
         **{name: (lambda weight: torch.empty_like(weight)) for name in _PACKED_COPY_OPS},
     }
     for name, kernel in kernels.items():
-        if name in _meta_registered or not hasattr(torch.ops._C, name):
+        if name in _meta_registered or not hasattr(torch.ops._C, name):  # noqa: SLF001 - vLLM's op namespace
             continue
         try:
             _meta_library.impl(name, kernel, "Meta")
@@ -178,18 +178,18 @@ def _classes_left_as_found() -> Iterator[None]:
     except ImportError:  # pragma: no cover - no vLLM, nothing decorates
         yield
         return
-    real = decorators._support_torch_compile
+    real = decorators._support_torch_compile  # noqa: SLF001 - the decorator vLLM applies while building
     found: list[tuple[type, tuple, dict]] = []
 
     def recording(cls, *args, **kwargs):
         found.append((cls, cls.__bases__, dict(vars(cls))))
         return real(cls, *args, **kwargs)
 
-    decorators._support_torch_compile = recording
+    decorators._support_torch_compile = recording  # noqa: SLF001
     try:
         yield
     finally:
-        decorators._support_torch_compile = real
+        decorators._support_torch_compile = real  # noqa: SLF001
         for cls, bases, namespace in reversed(found):
             for name in [name for name in vars(cls) if name not in namespace]:
                 delattr(cls, name)

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import torch
 from nnsight.modeling.vllm import VLLM
 
+from ..components import module_of
 from ..components.vllm import transformers_backend
 from ..components.vllm.attention import ATTENTION_VALUES
 from ..components.vllm.layer import LAYER_VALUES
@@ -339,9 +340,9 @@ class StandardizedVLLM(VLLM):
         where vLLM keeps no ``lm_head`` module because the head is tied (Gemma on vLLM
         0.26, whose logits processor is handed ``embed_tokens`` itself), the embedding."""
         try:
-            return self.lm_head._module
+            return module_of(self.lm_head)
         except AttributeError:
-            return self.embed_tokens._module
+            return module_of(self.embed_tokens)
 
     def get_topk_closest_tokens(self, hidden: torch.Tensor, k: int = 10) -> torch.Tensor:
         """Ids of the ``k`` tokens the lens of ``hidden`` ranks highest, ``[..., k]``.

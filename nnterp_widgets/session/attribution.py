@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..engine import module_of
 from .interventions import InterventionError, one_token
 from .panels import Tokens
 from .probe import check_prompt, tokens_of
@@ -108,7 +109,7 @@ class Attribution:
         return [((int(i) // width, int(i) % width), float(flat[i])) for i in order]
 
 
-def _out_projection(attention_module: torch.nn.Module):
+def out_projection(attention_module: torch.nn.Module):
     """The attention block's one row-parallel output projection (o_proj, c_proj, dense,
     out_proj: whatever the family calls it), or None."""
     from vllm.model_executor.layers.linear import RowParallelLinear
@@ -125,7 +126,7 @@ def heads_reason(model) -> str | None:
             return attention.unavailable_reason("attention_head_outputs")
         if getattr(attention, "CONTRIBUTION", None) is not None:
             return POST_NORM
-        projection = _out_projection(attention._module)
+        projection = out_projection(module_of(attention))
         if projection is None:
             return NO_OUT_PROJECTION
         if getattr(projection, "tp_size", 1) > 1:
@@ -190,7 +191,7 @@ def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out:
     """Inside a trace: read each part at the last position and reduce it to its effect."""
     head_module = model.unembedding()
     unembed = head_module.weight
-    processor = model.logits_processor._module
+    processor = module_of(model.logits_processor)
     scale = float(getattr(processor, "scale", 1.0) or 1.0)
     direction = unembed[answer].float() - (unembed[foil].float() if foil is not None else 0.0)
     direction = direction * scale
@@ -205,18 +206,20 @@ def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out:
     for layer in model.layers:
         attention = layer.self_attn
         if split_heads:
-            contributions, bias = per_head(_out_projection(attention._module), attention.attention_head_outputs[0, -1])
+            contributions, bias = per_head(
+                out_projection(module_of(attention)), attention.attention_head_outputs[0, -1]
+            )
             heads.append(contributions)
             biases.append(bias if bias is not None else torch.zeros_like(parts[0]))
         parts.append(attention.attention_output[0, -1].float())
         parts.append(layer.mlp.mlp_output[0, -1].float())
     stream = model.layers[-1].layer_output[0, -1].float()
-    gain, bias, centres = frozen_norm(model.norm._module, stream)
+    gain, bias, centres = frozen_norm(module_of(model.norm), stream)
     out["norm_bias"] = float(bias @ direction)
     logits = model.logits[0, -1].float()
     out["capped"] = float(logits[answer] - (logits[foil] if foil is not None else 0.0))
     # Before any softcap: the final norm's output on the unembedding direction.
-    normed = norm_output(model.norm._module, stream)
+    normed = norm_output(module_of(model.norm), stream)
     out["metric"] = float(normed @ direction) + out["head_bias"]
     if split_heads:
         parts = parts + list(torch.cat(heads)) + biases
@@ -249,7 +252,7 @@ def attribute(model, text: str, answer, foil=None) -> Attribution:
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         direct_effects(model, answer_id, foil_id, reason is None, out)
-    softcap = getattr(model.logits_processor._module, "soft_cap", None)
+    softcap = getattr(module_of(model.logits_processor), "soft_cap", None)
     metric, capped = float(out["metric"]), float(out["capped"])
     effects = out["effects"].double().numpy()
     embedding, blocks = float(effects[0]), effects[1 : 1 + 2 * layers].reshape(layers, 2)

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .attribution import _out_projection, heads_reason
+from ..engine import module_of
+from .attribution import heads_reason, out_projection
 from .panels import Tokens
 from .probe import check_prompt, tokens_of
 
@@ -251,7 +252,7 @@ def all_shares(model, floor: float, out: dict) -> None:
         values = attention.attention_values[0]  # in the projection's dtype
         sent = attention.attention_output[0].float()
         mlp = layer.mlp.mlp_output[0].float()
-        messages, bias = messages_of(_out_projection(attention._module), values, heads)
+        messages, bias = messages_of(out_projection(module_of(attention)), values, heads)
         block = block_shares(stream, sent, messages, pattern, bias.float(), mlp, floor)
         found["layer"].append(torch.full((len(block["shares"]),), index, dtype=torch.int32))
         for name in ("pairs", "shares", "residual", "bias", "through", "mlp"):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import threading
 from functools import partial
-from typing import Any
 
 import ipywidgets
 import plotly.graph_objects as go
@@ -34,6 +33,7 @@ from .attention_text import attention_text_html
 from .figures import attention_figure, attention_selection, head_grid_figure
 from .lifecycle import KernelThread, Landing
 from .plot_panel import PlotPanel, clicked
+from ..session import Session
 
 __all__ = ["AttentionView", "PREFILL_PATTERN", "DECODE_STEP_PATTERN"]
 
@@ -61,7 +61,7 @@ class AttentionView(PlotPanel):
         layer: int = 0,
         head: int = 0,
         *,
-        session: Any = None,
+        session: Session | None = None,
         key: str = "attention",
         **kwargs,
     ):

@@ -258,7 +258,9 @@ def _step_row(result: GenerationResult, index: int, shown: int) -> str:
     served = "; ".join(
         f'{_e(", ".join(names))}: <span class="off">{_e(reason)}</span>' for reason, names in lost.items()
     )
-    top = ", ".join(f"{_e(show_token(text))} {float(p):.3f}" for text, p in zip(step.model_texts, step.model_probs))
+    top = ", ".join(
+        f"{_e(show_token(text))} {float(p):.3f}" for text, p in zip(step.model_texts, step.model_probs, strict=True)
+    )
     kind = "prefill" if step.is_prefill else "decode"
     return (
         f'<tr class="step{" selected" if index == shown else ""}" data-step="{index}">'

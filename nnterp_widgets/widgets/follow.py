@@ -18,6 +18,7 @@ import ipywidgets
 
 from ..session.generation import MODES, TARGET_MODES, LensModes
 from .lifecycle import Asking, close_all
+from ..session import Session
 
 __all__ = ["FollowControl", "NEEDS_A_TARGET", "PICK_HINT"]
 
@@ -32,7 +33,7 @@ class FollowControl(Asking, ipywidgets.VBox):
     explorer's prompt; ``lens`` a `LogitLens`, ``generation`` a `GenerationView`."""
 
     def __init__(
-        self, session: Any, prompt: Callable[[], str], lens, generation, key: str = "follow", **kwargs: Any
+        self, session: Session, prompt: Callable[[], str], lens, generation, key: str = "follow", **kwargs: Any
     ) -> None:
         self.session = session
         self._prompt = prompt
@@ -136,10 +137,7 @@ class FollowControl(Asking, ipywidgets.VBox):
         self._show(modes, mode)
         followed = f"following {modes.target.text!r} (id {modes.target.id}) · " if modes.target is not None else ""
         self.message.value = followed + MODES[mode]
-        generation = self.generation
-        generation.target = wanted if wanted is not None else generation.target
-        if generation.result is not None and mode in TARGET_MODES and generation.asked_target != wanted:
-            generation.generate(generation.tokens_input.value)  # the same length, following the target
+        self.generation.follow(wanted, again=mode in TARGET_MODES)
         self._idle.set()
 
     def _show(self, modes: LensModes | None, mode: str) -> None:

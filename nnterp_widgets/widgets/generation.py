@@ -26,6 +26,7 @@ from .causal_figures import branch_html
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .lifecycle import Asking, close_all
 from .plot_panel import clicked, show_figure
+from ..session import Session
 
 __all__ = ["GenerationView", "PREFILL_NOTE", "StepSlider", "step_caption"]
 
@@ -66,7 +67,7 @@ class GenerationView(Asking, ipywidgets.VBox):
     #: The last picked cell: ``{"layer", "position", "id", "text"}``.
     picked = traitlets.Dict()
 
-    def __init__(self, session: Any, prompt: Callable[[], str], key: str = "generate", **kwargs: Any) -> None:
+    def __init__(self, session: Session, prompt: Callable[[], str], key: str = "generate", **kwargs: Any) -> None:
         self.session = session
         self._prompt = prompt
         self.key = key
@@ -157,6 +158,14 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.message.value = (
             f"branch at step {result.step}: {result.forced_text!r} instead of {result.original_continuation[0]!r}"
         )
+
+    def follow(self, target: Any, again: bool = False) -> None:
+        """Follow ``target`` (a token's id or text; None keeps the current one) in the next
+        generation; with ``again``, a shown generation that follows another target is asked
+        for again at its length (a lens mode that reads the target needs it)."""
+        self.target = target if target is not None else self.target
+        if again and self.result is not None and self.asked_target != target:
+            self.generate(self.tokens_input.value)
 
     def show_mode(self, mode: str) -> None:
         """Draw the generation in lens mode ``mode`` (a target mode needs a generation that

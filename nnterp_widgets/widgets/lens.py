@@ -19,7 +19,6 @@ cell's layer, position, token id and text) instead of selecting the position.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import plotly.graph_objects as go
 import traitlets
@@ -31,6 +30,7 @@ from .generation_figures import lens_mode_figure
 from .lifecycle import KernelThread, Landing
 from .plot_panel import PlotPanel, clicked
 from .position_window import PositionWindow
+from ..session import Session
 
 __all__ = ["LogitLens"]
 
@@ -45,7 +45,9 @@ class LogitLens(PlotPanel):
     #: The last picked cell: ``{"layer", "position", "id", "text"}``.
     picked = traitlets.Dict()
 
-    def __init__(self, result: PromptResult | None = None, *, session: Any = None, key: str = "lens", **kwargs):
+    def __init__(
+        self, result: PromptResult | None = None, *, session: Session | None = None, key: str = "lens", **kwargs
+    ):
         self.session = session
         self.key = key
         self._panel: LensPanel | None = None

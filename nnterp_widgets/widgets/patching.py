@@ -30,6 +30,7 @@ from .lifecycle import KernelThread
 from .figures import selection_shapes
 from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
 from .plot_panel import PlotPanel, clicked
+from ..session import Session
 
 __all__ = ["DEFAULT_PAIR", "PatchPanel"]
 
@@ -54,7 +55,7 @@ class PatchPanel(PlotPanel):
 
     def __init__(
         self,
-        session: Any,
+        session: Session,
         clean: str = DEFAULT_PAIR[0],
         corrupted: str = DEFAULT_PAIR[1],
         answer: str = DEFAULT_PAIR[2],

@@ -13,7 +13,7 @@ import traitlets
 
 from ..session import IDLE, State, Status
 from ..session.panels import PromptResult
-from .figures import for_widget
+from .figure_transport import for_widget
 from .lifecycle import close_all
 
 #: The plotly template for each page theme (the module tree reports the page's).
@@ -23,8 +23,8 @@ TEMPLATES = {"light": "plotly", "dark": "plotly_dark"}
 def show_figure(widget: go.FigureWidget, fig: go.Figure) -> bool:
     """Make ``widget`` show ``fig``; returns True when its traces had to be replaced.
 
-    The widget gets :func:`~.figures.for_widget` ``(fig)``: heatmaps in column form, so
-    their numbers travel to the browser as binary buffers, not JSON (figures.py, COLUMNS).
+    The widget gets :func:`~.figure_transport.for_widget` ``(fig)``: heatmaps in column form, so
+    their numbers travel to the browser as binary buffers, not JSON (figure_transport.py).
     When the traces are the same kinds as before they are updated in place (so click
     callbacks stay registered and the browser keeps its zoom, helped by ``uirevision``);
     properties the new figure lacks are unset. Otherwise the traces are replaced and the
@@ -38,7 +38,7 @@ def show_figure(widget: go.FigureWidget, fig: go.Figure) -> bool:
             widget.add_traces(list(fig.data))
             widget.layout = fig.layout
         else:
-            for old, new in zip(widget.data, fig.data):
+            for old, new in zip(widget.data, fig.data, strict=True):
                 props = new.to_plotly_json()
                 props.pop("type", None)
                 for key in old.to_plotly_json():

@@ -22,6 +22,7 @@ import torch
 from nnsight.intervention.interleaver import Mediator
 
 from ...errors import Unavailable
+from .. import module_of
 from .layer import StandardEnvoy, _contribution, _tensor_out, _tensor_out_back
 from .values import StandardValue, matching
 
@@ -46,7 +47,7 @@ INTERIOR = ATTENTION_VALUES[1:]
 
 
 def _kernel(attention) -> torch.nn.Module:
-    return getattr(attention, attention.KERNEL)._module
+    return module_of(getattr(attention, attention.KERNEL))
 
 
 def _kernel_in(attention) -> str:
@@ -81,7 +82,7 @@ def _sharding(attention) -> tuple[int, int, int]:
     """
     from vllm.model_executor.layers.linear import ColumnParallelLinear, QKVParallelLinear
 
-    projections = [m for m in attention._module.modules() if isinstance(m, ColumnParallelLinear)]
+    projections = [m for m in module_of(attention).modules() if isinstance(m, ColumnParallelLinear)]
     if not projections:
         return 0, 1, 1
     fused = next((m for m in projections if isinstance(m, QKVParallelLinear)), None)

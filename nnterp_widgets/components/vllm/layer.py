@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from nnsight.intervention.envoy import Envoy
 
+from .. import module_of
 from .values import StandardValue, batched, unbatched
 
 #: The standard names a decoder block serves, in ``support()`` order.
@@ -56,13 +57,13 @@ def _unbind(bound: inspect.BoundArguments) -> Any:
 
 
 def _stream_in(layer: Envoy, raw: Any) -> torch.Tensor:
-    arguments = _bind(layer._module, raw).arguments
+    arguments = _bind(module_of(layer), raw).arguments
     hidden, residual = arguments["hidden_states"], arguments.get("residual")
     return batched(hidden if residual is None else hidden + residual)
 
 
 def _stream_in_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
-    bound = _bind(layer._module, raw)
+    bound = _bind(module_of(layer), raw)
     hidden = bound.arguments["hidden_states"]
     bound.arguments["hidden_states"] = unbatched(value, hidden)
     if bound.arguments.get("residual") is not None:
@@ -81,11 +82,11 @@ def _pair_out_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
 
 
 def _plain_in(layer: Envoy, raw: Any) -> torch.Tensor:
-    return batched(_bind(layer._module, raw).arguments["hidden_states"])
+    return batched(_bind(module_of(layer), raw).arguments["hidden_states"])
 
 
 def _plain_in_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
-    bound = _bind(layer._module, raw)
+    bound = _bind(module_of(layer), raw)
     bound.arguments["hidden_states"] = unbatched(value, bound.arguments["hidden_states"])
     return _unbind(bound)
 
@@ -106,7 +107,7 @@ def _summing_workers(envoy: Envoy) -> int:
     reduces attention and MLP together, once). 1 where the output is already whole."""
     from vllm.model_executor.layers.linear import RowParallelLinear
 
-    for module in envoy._module.children():
+    for module in module_of(envoy).children():
         if isinstance(module, RowParallelLinear) and module.tp_size > 1 and not module.reduce_results:
             return module.tp_size
     return 1

@@ -147,11 +147,11 @@ class StandardValue(eproperty):
             value = self._read(obj, raw)
         if isinstance(value, torch.Tensor):
             # The copy's version now: a write-back whose copy has not moved is a no-op.
-            value._nnterp_version = value._version
+            value._nnterp_version = value._version  # noqa: SLF001 - torch's version counter, read-only
         return value
 
     def _write_back(self, obj: Any, view: Any, raw: Any) -> Any:
-        if not isinstance(view, torch.Tensor) or view._version == getattr(view, "_nnterp_version", -1):
+        if not isinstance(view, torch.Tensor) or view._version == getattr(view, "_nnterp_version", -1):  # noqa: SLF001
             return raw
         return self._write(obj, raw, view)
 

@@ -52,7 +52,7 @@ FAMILY = Family(
         mlp_out="mlp.dense_4h_to_h",
         interior="fused",
         patch=_exact_gelu,
-        split=lambda attention, fused: attention._reshape(fused),
+        split=lambda attention, fused: attention._reshape(fused),  # noqa: SLF001 - vLLM's own split of BLOOM's qkv
         qkv_proj="query_key_value",
         out_proj="dense",
     ),
