@@ -419,8 +419,8 @@ def test_attention_view_layer_and_head_update_the_figure():
     assert np.array_equal(heatmap_matrix(view.grid.data[3]), patterns(result)[1][3])
     view.head = 3
     assert np.array_equal(heatmap_matrix(view.figure.data[0]), patterns(result)[1][3])
-    assert view.figure.layout.title.text == "layers[1] head 3" and view.head_input.value == 3
-    view.layer_input.value = 2  # the text box drives the trait
+    assert view.figure.layout.title.text == "layers[1] head 3" and view.head_input.value == "3"
+    view.layer_input.value = "2"  # the text box drives the trait
     assert view.layer == 2 and view.panel.layer == 2
     assert np.array_equal(heatmap_matrix(view.figure.data[0]), patterns(result)[2][3])
     assert np.array_equal(heatmap_matrix(view.grid.data[0]), patterns(result)[2][0])
@@ -433,8 +433,8 @@ def test_attention_view_out_of_range_keeps_the_view(name, bad):
     view = view_of(result, layer=1, head=2)
     before = heatmap_matrix(view.figure.data[0])
     box = view.layer_input if name == "layer" else view.head_input
-    box.value = bad
-    assert (view.layer, view.head) == (1, 2) and box.value == (1 if name == "layer" else 2)
+    box.value = str(bad)
+    assert (view.layer, view.head) == (1, 2) and box.value == ("1" if name == "layer" else "2")
     assert (
         f"{name} {bad} is out of range" in view.message.value and "still showing layers[1] head 2" in view.message.value
     )
@@ -470,7 +470,7 @@ def test_attention_view_update_clamps():
     assert "layer 2 is not in this prompt" in view.message.value
     assert "head 3 is out of range" in view.message.value and "selected 2" in view.message.value
     assert np.array_equal(heatmap_matrix(view.figure.data[0]), patterns(shorter)[1][1])
-    assert len(view.grid.data) == 2 and view.layer_input.value == 1
+    assert len(view.grid.data) == 2 and view.layer_input.value == "1"
     view.update(make_result(seed=2))  # still valid: kept, no message
     assert (view.layer, view.head, view.selected_token) == (1, 1, 2) and view.message.value == ""
     # a long prompt changes the figure's traces; clicks still reach the view
@@ -1141,3 +1141,16 @@ def test_the_token_view_shades_what_the_selected_token_attends_to():
     assert f"weight {row[strongest]:.3f}" in spans[strongest][1]
     assert "outline" in spans[query][0] and "opacity" in spans[query + 1][0]
     assert "needs every exact cell" in attention_text_html(_pooled(panel, 3), 0, 3)
+
+
+def test_the_layer_and_head_boxes_take_whole_numbers_and_say_why_not():
+    result = make_result()
+    view = view_of(result, layer=1, head=2)
+    view.head_input.value = "1.5"  # a number box would have made this 15
+    assert view.head == 2 and view.head_input.value == "2" and "'1.5': type a whole number" in view.message.value
+    view.head_input.value = " 3 "
+    assert view.head == 3 and view.head_input.value == "3"
+    view.layer_input.value = "9"  # out of range: refused, the box put back
+    assert view.layer == 1 and view.layer_input.value == "1" and "out of range" in view.message.value
+    view.layer_input.value = "2"
+    assert view.layer == 2

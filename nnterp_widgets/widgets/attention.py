@@ -21,6 +21,7 @@ message line says why.
 
 from __future__ import annotations
 
+import re
 import threading
 from functools import partial
 
@@ -41,6 +42,12 @@ __all__ = ["AttentionView", "PREFILL_PATTERN", "DECODE_STEP_PATTERN"]
 PREFILL_PATTERN = "the pattern of the prefill (step 0)"
 #: ... said while a generation's decode step is shown elsewhere (the tree greys the pattern with the reason).
 DECODE_STEP_PATTERN = PREFILL_PATTERN + ", not of step {step}: a decode step has none (the module tree says why)"
+
+
+#: A layer or head as typed: a whole number.
+WHOLE = re.compile(r"-?\d+")
+#: What a box says of anything else.
+NOT_WHOLE = "{name} {text!r}: type a whole number"
 
 
 class AttentionView(PlotPanel):
@@ -76,8 +83,10 @@ class AttentionView(PlotPanel):
         self._idle = threading.Event()
         self._idle.set()
         self._error: BaseException | None = None
-        self.layer_input = ipywidgets.IntText(value=layer, description="layer", layout=ipywidgets.Layout(width="150px"))
-        self.head_input = ipywidgets.IntText(value=head, description="head", layout=ipywidgets.Layout(width="150px"))
+        # Text boxes parsed here: a number box in the browser turns "1.5" into 15 unasked.
+        box = dict(continuous_update=False, layout=ipywidgets.Layout(width="150px"))
+        self.layer_input = ipywidgets.Text(value=str(layer), description="layer", **box)
+        self.head_input = ipywidgets.Text(value=str(head), description="head", **box)
         self.range_label = ipywidgets.Label("")
         self.ablate_mode = ipywidgets.ToggleButton(
             value=False, description="ablate mode", tooltip="on: a click on the head grid toggles that head's ablation"
@@ -326,8 +335,8 @@ class AttentionView(PlotPanel):
     # ------------------------------------------------------------------ rendering
 
     def _sync_inputs(self) -> None:
-        self.layer_input.value = self.layer
-        self.head_input.value = self.head
+        self.layer_input.value = str(self.layer)
+        self.head_input.value = str(self.head)
 
     def _render(self, *, new_panel: bool = False) -> None:
         panel = self._panel
@@ -352,7 +361,14 @@ class AttentionView(PlotPanel):
     # ------------------------------------------------------------------ events
 
     def _on_input(self, name: str, change) -> None:
-        setattr(self, name, change["new"])  # validated: a refused value puts the box back
+        text = str(change["new"]).strip()
+        if text == str(getattr(self, name)):
+            return
+        if not WHOLE.fullmatch(text):
+            self.message.value = NOT_WHOLE.format(name=name, text=text)
+            self._sync_inputs()
+            return
+        setattr(self, name, int(text))  # validated: a refused value puts the box back
 
     def _on_view_change(self, change) -> None:
         self._sync_inputs()
