@@ -535,8 +535,16 @@ def test_the_tree_greys_the_pattern_on_decode_steps_with_the_engines_reason(sess
 
     assert gen.step == 0 and pattern()["available"] and pattern()["reason"] is None
     before = session.engine_requests
+    stream = next(
+        v for node in _nodes(explorer.tree.tree[0]) for v in node["values"] if v["id"].endswith("layers.0.layer_output")
+    )
+    assert stream["shape"][1] == len(explorer.result.tokens)  # the prompt's tokens on the prefill
     gen.step_slider.value = 1
     assert pattern()["available"] is False and pattern()["reason"] == SEED_DECODE
+    stream = next(
+        v for node in _nodes(explorer.tree.tree[0]) for v in node["values"] if v["id"].endswith("layers.0.layer_output")
+    )
+    assert stream["shape"][1] == 1  # a decode step's one token
     assert result.steps[1].availability["self_attn.attention_probabilities"] == SEED_DECODE
     note = explorer.attention.step_note
     assert "prefill (step 0)" in note.value and "not of step 1" in note.value

@@ -11,6 +11,7 @@ engine itself is only ever touched on the worker.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -150,6 +151,9 @@ class Session:
         # vLLM logs its start and every warning, from every process: to a file, not the
         # notebook (read at vLLM's import and at each engine's start, so set before them).
         self.log_path = route_engine_logs()
+        # Where a caller's own logging config (or an engine started before this one) keeps
+        # vLLM's handler on the terminal, its warnings only (a caller's setting wins).
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
         from ..engine.platform import default_dtype, in_process_default
         from ..engine.standardized import StandardizedVLLM
 

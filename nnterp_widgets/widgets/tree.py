@@ -119,9 +119,12 @@ class ModuleTree(anywidget.AnyWidget):
         self._ask_preview()
 
     def _show_tree(self) -> None:
-        """The tree for the prompt's length, its availability on ``step`` (no request)."""
+        """The tree for the prompt's length, its availability on ``step`` (no request); on
+        a decode step the values hold that step's one token."""
         if self.session.described.done():
             tokens = len(self.result.tokens) if self.result is not None else (len(self.prompt_tokens) or None)
+            if self.step > 0:
+                tokens = 1
             self.tree = self.session.tree(tokens, step=self.step if self.step >= 0 else None)
 
     def wait(self, timeout: float | None = 300):
