@@ -87,6 +87,9 @@ ATTENTION_HEIGHT = 520
 GRID_WIDTH = 560
 GRID_ROW_PX = 130
 LENS_ROW_PX = 22
+#: The most token labels the heatmap draws a side: its plot area is about 380 px, and a
+#: label needs about 15 px (more overlap; every token is in the hover).
+ATTENTION_TICK_LABELS = 22
 #: A lens column is this wide while its cell labels are drawn (``CELL_TEXT_CHARS`` at 10 px).
 LENS_COLUMN_PX = 46
 
@@ -109,9 +112,10 @@ def tick_positions(count: int, max_labels: int = MAX_TICK_LABELS) -> list[int]:
     return list(range(0, count, step))
 
 
-def _token_axis(labels: Sequence[str], start: int = 0, **extra) -> dict:
-    """A token axis whose ``labels`` are positions ``start``, ``start + 1`` ..."""
-    vals = tick_positions(len(labels))
+def _token_axis(labels: Sequence[str], start: int = 0, max_labels: int = MAX_TICK_LABELS, **extra) -> dict:
+    """A token axis whose ``labels`` are positions ``start``, ``start + 1`` ..., at most
+    ``max_labels`` of them drawn (every n-th)."""
+    vals = tick_positions(len(labels), max_labels)
     return dict(
         tickmode="array",
         tickvals=[start + i for i in vals],
@@ -274,8 +278,10 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
             ),
         )
         layout.update(
-            xaxis=_token_axis(x_labels, int(xs[0]), title=dict(text="key")),
-            yaxis=_token_axis(y_labels, int(ys[0]), title=dict(text="query"), autorange="reversed"),
+            xaxis=_token_axis(x_labels, int(xs[0]), ATTENTION_TICK_LABELS, title=dict(text="key")),
+            yaxis=_token_axis(
+                y_labels, int(ys[0]), ATTENTION_TICK_LABELS, title=dict(text="query"), autorange="reversed"
+            ),
         )
         traces.append(go.Heatmap(**heatmap))
     else:
@@ -305,10 +311,24 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
             xaxis=full(xs, x_labels),
             yaxis=dict(full(ys, y_labels), autorange="reversed"),
             xaxis2=_token_axis(
-                drawn_x, int(xs[0]), overlaying="x", matches="x", anchor="y", side="bottom", title=dict(text=names[0])
+                drawn_x,
+                int(xs[0]),
+                ATTENTION_TICK_LABELS,
+                overlaying="x",
+                matches="x",
+                anchor="y",
+                side="bottom",
+                title=dict(text=names[0]),
             ),
             yaxis2=_token_axis(
-                drawn_y, int(ys[0]), overlaying="y", matches="y", anchor="x", side="left", title=dict(text=names[1])
+                drawn_y,
+                int(ys[0]),
+                ATTENTION_TICK_LABELS,
+                overlaying="y",
+                matches="y",
+                anchor="x",
+                side="left",
+                title=dict(text=names[1]),
             ),
         )
         traces.append(go.Heatmap(**heatmap))
@@ -432,16 +452,19 @@ def lens_hover(panel: LensPanel, layer: int, position: int) -> list[tuple[str, f
     return [(texts[i], _float32_value(probs[i])) for i in range(len(texts))]
 
 
-#: The widest the lens is drawn at a fixed width; wider, it takes the output area's width
-#: (a notebook's is about 1,000 px), so it never scrolls sideways nor hides its colour bar.
+#: The widest the lens is drawn: a notebook's output area is about 1,000 px, so it never
+#: scrolls sideways nor hides its colour bar; past that its cells narrow (`cell_chars`).
+#: (A width left to plotly's autosize is not applied by a FigureWidget already drawn at a
+#: fixed one: the figure stayed as it was.)
 LENS_FIXED_MAX = 960
 
 
-def lens_width(count: int) -> int | None:
-    """The lens figure's width for ``count`` positions: room for every cell label, or
-    None (the output area's width) where that would be wider than `LENS_FIXED_MAX`."""
-    wanted = max(FIGURE_WIDTH, 90 + 20 + 80 + LENS_COLUMN_PX * count)  # margins, colour bar, columns
-    return None if count > MAX_TICK_LABELS or wanted > LENS_FIXED_MAX else wanted
+def lens_width(count: int) -> int:
+    """The lens figure's width for ``count`` positions: room for every cell label, at
+    most `LENS_FIXED_MAX`."""
+    if count > MAX_TICK_LABELS:
+        return FIGURE_WIDTH
+    return min(LENS_FIXED_MAX, max(FIGURE_WIDTH, 90 + 20 + 80 + LENS_COLUMN_PX * count))  # margins, bar, columns
 
 
 def cell_chars(count: int) -> int:

@@ -115,7 +115,8 @@ LAYOUT_JS = """(root) => {
     const boxes = (sel) => [...gd.querySelectorAll(sel)].map(t => t.getBoundingClientRect())
       .filter(r => r.width > 0).map(r => [r.left, r.right, r.top, r.bottom]);
     const bar = gd.querySelector('.colorbar');
-    return {title, x: boxes('.xaxislayer-above .xtick text'), y: boxes('.yaxislayer-above .ytick text'),
+    return {title, x: boxes('.xaxislayer-above .xtick text, .xaxislayer-above .x2tick text'),
+            y: boxes('.yaxislayer-above .ytick text, .yaxislayer-above .y2tick text'),
             bar: bar ? bar.getBoundingClientRect().right : null};
   });
   return {overflow: area.scrollWidth - area.clientWidth, right: box.right, plots,
@@ -154,6 +155,15 @@ def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
             p, "[[type(w).__name__, w._dom_classes] for w in (*explorer._dimmed(), *explorer._tools())]"
         )
         pytest.fail(f"still dimmed after the answer: {still}; the kernel's classes: {kernel}")
+    # The lens redrawn for the new prompt: its window's 32 positions, not the old prompt's.
+    p.wait_for_function(
+        "(root) => [...root.querySelectorAll('.js-plotly-plot')].some(gd => "
+        "(((gd._fullLayout || {}).title || {}).text || '').includes('logit lens') && "
+        "gd.querySelectorAll('.xaxislayer-above .xtick').length === 32)",
+        arg=explorer.element_handle(),
+        timeout=30_000,
+        polling=250,
+    )
     p.wait_for_timeout(1000)  # plotly's relayout after the answer
     layout = explorer.evaluate(LAYOUT_JS)
     assert layout["overflow"] <= 1, layout["overflow"]  # no sideways scroll in the output area
