@@ -14,6 +14,7 @@ BENCHES = [
     "session_vs_trace",
     "requests_per_prompt",
     "engine_start",
+    "first_paint",
     "attention_bytes",
     "rss_widgets",
     "patch_requests",

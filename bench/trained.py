@@ -22,7 +22,6 @@ attribution within 1.5x the prompt request; the sweep within 2x its floor.
 
 from __future__ import annotations
 
-import time
 
 import torch
 
@@ -102,12 +101,12 @@ def main() -> str:
         tokenizer(" Rome", add_special_tokens=False)["input_ids"][0],
     ]
     count = 30 * len(tokenizer(CLEAN)["input_ids"])
-    start = time.perf_counter()
+    # Each once after one warm-up run (a first run also compiles its intervention's code).
+    sweep_s = timed(lambda: session.patch(CLEAN, CORRUPTED, " Paris", " Rome").result(), 1)
     sweep = session.patch(CLEAN, CORRUPTED, " Paris", " Rome").result()
-    sweep_s = time.perf_counter() - start
-    start = time.perf_counter()
-    session.request("batched", batched_forward(CORRUPTED, count, pair, PATCH_INVOKES)).result()
-    floor_s = time.perf_counter() - start
+    floor_s = timed(
+        lambda: session.request("batched", batched_forward(CORRUPTED, count, pair, PATCH_INVOKES)).result(), 1
+    )
     layers, columns = sweep.patched.shape
     rows += [
         (f"patching sweep {layers} x {columns} ({sweep.requests} requests)", f"{sweep_s:.1f} s"),
