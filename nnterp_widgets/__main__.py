@@ -21,8 +21,15 @@ DEMO_PROMPT = "The Eiffel Tower is in the city of"
 def _demo(args: argparse.Namespace) -> int:
     import torch
 
+    from .session.engine_log import route_engine_logs
+
+    # vLLM's own lines to a file, as a session does (before vLLM is imported: it logs then
+    # too): the demo prints what it shows.
+    log = route_engine_logs()
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     from . import StandardizedVLLM
     from .checkpoints import checkpoint, trained
+    from .engine.platform import in_process_default
 
     if args.model:
         path = args.model
@@ -30,8 +37,10 @@ def _demo(args: argparse.Namespace) -> int:
         path = str(checkpoint(args.checkpoint))
     else:
         path = str(trained(args.trained, progress=print))
-    print(f"opening StandardizedVLLM on {path}", flush=True)
-    model = StandardizedVLLM(path, dtype="float32", gpu_memory_utilization=0.3, max_model_len=512)
+    print(f"opening StandardizedVLLM on {path}" + (f" (vLLM's log: {log})" if log else ""), flush=True)
+    model = StandardizedVLLM(
+        path, dtype="float32", gpu_memory_utilization=0.3, max_model_len=512, in_process=in_process_default()
+    )
     try:
         print("\nsupport():")
         for name, reason in model.support().items():

@@ -3,7 +3,7 @@
 vLLM logs its start, its settings and every warning to the terminal, from this process
 and from its engine processes; in a notebook that is a pink block under every cell that
 waits. A session sends all of it (every process, INFO and up) to one file,
-``<cache>/logs/vllm-<pid>.log``, and says where it is, with its last lines, when the
+``~/.cache/nnterp_widgets/logs/vllm-<pid>.log``, and says where it is, with its last lines, when the
 engine fails (`failure_note`). A caller who configured vLLM's logging keeps theirs::
 
     session = Session.open()
@@ -27,7 +27,7 @@ TAIL_LINES = 12
 
 def log_path() -> Path:
     """This kernel's vLLM log."""
-    return cache_root() / "logs" / f"vllm-{os.getpid()}.log"
+    return cache_root().parent / "logs" / f"vllm-{os.getpid()}.log"
 
 
 def route_engine_logs() -> Path | None:
