@@ -337,6 +337,7 @@ function render({ model, el }) {
   let filterCollapsed = new Set(); // keys collapsed while a filter is active
   let filterText = "";
   let focusKey = null; // roving tabindex owner in the tree
+  let whyShown = false; // the note under the tree is a hovered or focused value's reason
   let display = buildDisplay([]);
   let rows = []; // visible rows, in order
   let rowIndex = new Map(); // key -> index in rows
@@ -603,6 +604,23 @@ function render({ model, el }) {
 
   function showNote(parts) {
     noteEl.replaceChildren(...parts);
+    whyShown = false;
+  }
+
+  // A greyed value's reason, drawn under the tree when the value is hovered or gets the
+  // keyboard focus (a native tooltip is not drawn in every browser, nor reached by keys).
+  function explain(key) {
+    const i = rowIndex.get(key);
+    const it = i === undefined ? null : rows[i].item;
+    if (it && it.kind === "value" && !it.available) {
+      showNote([
+        h("span", { class: "nnw-mt-note-name" }, it.name),
+        " is not available: " + (asStr(it.value.reason) || "no reason given"),
+      ]);
+      whyShown = true;
+    } else if (whyShown) {
+      showNote([]);
+    }
   }
 
   function activate(key) {
@@ -644,6 +662,11 @@ function render({ model, el }) {
   on(treeEl, "focusin", (e) => {
     const rowEl = e.target.closest && e.target.closest("[role=treeitem]");
     if (rowEl && rowEl.dataset.key !== focusKey) setFocusKey(rowEl.dataset.key, false);
+    if (rowEl) explain(rowEl.dataset.key);
+  });
+  on(treeEl, "mouseover", (e) => {
+    const rowEl = e.target.closest && e.target.closest("[role=treeitem]");
+    if (rowEl) explain(rowEl.dataset.key);
   });
 
   on(treeEl, "keydown", (e) => {

@@ -713,3 +713,16 @@ def test_reports_the_page_theme(h):
     page.evaluate("() => { document.body.dataset.jpThemeLight = 'true'; }")
     page.wait_for_function("() => __model.get('theme') === 'light'", timeout=5000)
     assert h.theme_reports()[-2:] == ["dark", "light"]
+
+
+def test_a_greyed_values_reason_is_drawn_on_hover_and_on_focus(h):
+    """Not only a native tooltip (drawn in some browsers only, never reached by keys): the
+    reason is drawn under the tree when the value is hovered or focused, and goes when
+    the pointer moves to a served value."""
+    note = h.page.locator(".nnw-mt-note")
+    h.value_row(MLP0_ACT).hover()
+    assert REASON in note.text_content()
+    h.value_row(MLP0_OUT).hover()
+    assert note.text_content() == ""
+    h.value_row(MLP0_ACT).focus()
+    assert REASON in note.text_content()
