@@ -39,6 +39,10 @@ DEFAULT_PROMPT = "The Eiffel Tower is in the city of"
 PATTERN = "self_attn.attention_probabilities"
 
 
+#: What the attention view and the lens say while the engine starts.
+WAITING = "waiting for the engine to start: {what} appears with the first answer"
+
+
 class Explorer(widgets.VBox):
     """``Explorer(session=None, prompt="The Eiffel Tower is in the city of")``: on the
     session's model (the trained model by default, `Session.open()`)."""
@@ -125,6 +129,9 @@ class Explorer(widgets.VBox):
             **kwargs,
         )
         self._unsubscribe = self.session.on_status(lambda status: self._kernel.call(self._on_session_status, status))
+        if not self.session.ready:  # empty states that say what they wait for
+            for panel, what in ((self.attention, "the attention pattern"), (self.lens, "the logit lens")):
+                panel.message.value = WAITING.format(what=what)
         self.run(prompt)
 
     def run(self, prompt: str) -> None:
@@ -280,6 +287,9 @@ class Explorer(widgets.VBox):
         self.result = result
         for panel in self._dimmed():
             panel.remove_class(STALE)
+        for panel in (self.attention, self.lens):
+            if panel.message.value.startswith(WAITING[:20]):
+                panel.message.value = ""
         if self.selected_token >= len(result.tokens):
             self.selected_token = -1
         for panel in self.panels:

@@ -83,6 +83,7 @@ def test_the_tree_is_drawn_before_the_engine_is_ready_and_the_answer_after(lab, 
     )
     plots_then = [plot["title"] for plot in explorer.evaluate(PLOTS_JS)]
     assert not any("logit lens" in title for title in plots_then), plots_then
+    assert "waiting for the engine to start" in explorer.text_content()  # the panels' empty states say so
     chips = explorer.evaluate(CHIPS_JS)
     assert "".join(chips).replace("␣", " ") == PROMPT
     assert explorer.locator("[role=treeitem]", has_text="layers").count() > 0
@@ -95,6 +96,12 @@ def test_the_tree_is_drawn_before_the_engine_is_ready_and_the_answer_after(lab, 
         polling=250,
     )
     assert _cell_errors(p) == []
+    p.wait_for_function(
+        "(root) => !root.textContent.includes('waiting for the engine to start')",
+        arg=explorer.element_handle(),
+        timeout=30_000,
+        polling=250,
+    )
     answer, described, ready = _kernel_json(
         p, "[explorer.result.lens.top_texts[-1][-1][0], session.described_seconds, session.start_seconds]"
     )
