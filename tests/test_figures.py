@@ -808,6 +808,8 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
     long_texts = [f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 44)]
     long_texts[5] = XSS
     long = view_of(make_result(long_texts, layers=1, heads=2))
+    # Tall enough that a cell is a few pixels: the mouse lands on the one it aims at.
+    long.figure.layout.height = 880
     lens = LogitLens(short)
     widgets = {
         "att": view.figure,
