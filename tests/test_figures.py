@@ -765,7 +765,14 @@ def test_figures_in_chromium(tmp_path):
 
 HARNESS = Path(__file__).parent / "browser" / "figure_widget_harness.html"
 
+
 # Page coordinates of the centre of cell (x, y) of a FigureWidget's plot (scrolled into view).
+def _d3_3g(value: float) -> str:
+    """d3's ``.3~g`` (the lens's hover format) as Python writes it: three significant
+    digits, trailing zeros trimmed, exponents without a leading zero."""
+    return f"{value:.3g}".replace("e-0", "e-").replace("e+0", "e+")
+
+
 CELL_JS = """([name, x, y, xa, ya]) => {
   const gd = document.getElementById(name);
   gd.scrollIntoView({block: 'center'});
@@ -896,7 +903,7 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
                 (text,) = hover("lens", 3, 1)
                 top = lens_hover(short.lens, 1, 3)
                 assert text == "layers[1], position 3: ␣cat" + "".join(
-                    f"{t.replace(' ', '␣')}  {p:.3f}" for t, p in top
+                    f"{t.replace(' ', '␣')}  {_d3_3g(p)}" for t, p in top
                 )
                 assert texts("#lens .heatmaplayer text") == texts("#lens2d .heatmaplayer text")
                 assert "<img␣sr…" in texts("#lens .heatmaplayer text")

@@ -90,6 +90,9 @@ LENS_ROW_PX = 22
 #: The most token labels the heatmap draws a side: its plot area is about 380 px, and a
 #: label needs about 15 px (more overlap; every token is in the hover).
 ATTENTION_TICK_LABELS = 22
+#: How hover writes a probability: three significant digits, so a small one shows its
+#: magnitude (0.000123, not 0.000); d3's format, trailing zeros trimmed.
+PROBABILITY_FORMAT = ".3~g"
 #: A lens column is this wide while its cell labels are drawn (``CELL_TEXT_CHARS`` at 10 px).
 LENS_COLUMN_PX = 46
 
@@ -501,7 +504,9 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
     top_texts[...] = [[list(cell) for cell in row] for row in panel.top_texts]
     customdata[:, :, 2 : 2 + k] = escape(top_texts)
     customdata[:, :, 2 + k :] = _float32_values(panel.top_probs)
-    lines = "".join(f"<br>%{{customdata[{2 + i}]}}  %{{customdata[{2 + k + i}]:.3f}}" for i in range(k))
+    lines = "".join(
+        f"<br>%{{customdata[{2 + i}]}}  %{{customdata[{2 + k + i}]:{PROBABILITY_FORMAT}}}" for i in range(k)
+    )
     heatmap = go.Heatmap(
         z=z,
         x=np.arange(start, start + count, dtype=np.int32),

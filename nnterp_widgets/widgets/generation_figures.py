@@ -20,6 +20,7 @@ from .figures import (
     CELL_TEXT_CHARS,
     COLORSCALE,
     MAX_TICK_LABELS,
+    PROBABILITY_FORMAT,
     escape_token,
     lens_figure,
     lens_layout,
@@ -61,7 +62,9 @@ def generation_lens_figure(result: GenerationResult, step: int | None = None) ->
     selected = -1 if step is None else result.step(step).index
     fig = lens_figure(result.lens, selected)
     k = result.steps[0].lens_ids.shape[-1]
-    lines = "".join(f"<br>%{{customdata[{2 + i}]}}  %{{customdata[{2 + k + i}]:.3f}}" for i in range(k))
+    lines = "".join(
+        f"<br>%{{customdata[{2 + i}]}}  %{{customdata[{2 + k + i}]:{PROBABILITY_FORMAT}}}" for i in range(k)
+    )
     fig.update_traces(
         hovertemplate="%{customdata[0]}, step %{x:d}, which wrote %{customdata[1]}" + lines + "<extra></extra>",
         name="generation lens",
