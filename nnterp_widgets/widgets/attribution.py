@@ -87,11 +87,6 @@ class AttributionPanel(Asking, PlotPanel):
         self.set_status("idle", f"{attribution.metric_label} = {attribution.metric:.4f}{best}{note}")
         self._idle.set()
 
-    def _failed(self, error: BaseException) -> None:
-        self._error = error
-        self.set_status("error", f"{type(error).__name__}: {error}")
-        self._idle.set()
-
     def _selected(self) -> tuple[int, int] | None:
         return tuple(self.selected_head) if len(self.selected_head) == 2 else None
 

@@ -85,11 +85,6 @@ class ContributionPanel(Asking, PlotPanel):
         self._render()
         self._idle.set()
 
-    def _failed(self, error: BaseException) -> None:
-        self._error = error
-        self.set_status("error", f"{type(error).__name__}: {error}")
-        self._idle.set()
-
     def _render(self) -> None:
         if self.contributions is None:
             return

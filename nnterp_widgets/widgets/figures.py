@@ -222,6 +222,21 @@ def head_scale(weights: np.ndarray, first_key: bool) -> float:
     return float(min(1.0, max(SCALE_FLOOR, top)))
 
 
+def _drawn_axis(labels: Sequence[str], start: int, axis: str, title: str) -> dict:
+    """The overlaid axis that draws the heatmap's sparse labels over its hidden ``axis``."""
+    other = "y" if axis == "x" else "x"
+    return _token_axis(
+        labels,
+        start,
+        ATTENTION_TICK_LABELS,
+        overlaying=axis,
+        matches=axis,
+        anchor=other,
+        side="bottom" if axis == "x" else "left",
+        title=dict(text=title),
+    )
+
+
 def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1) -> go.Figure:
     """Heatmap of one head's cells: query rows (the first on top) × key columns.
 
@@ -313,26 +328,8 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
         layout.update(
             xaxis=full(xs, x_labels),
             yaxis=dict(full(ys, y_labels), autorange="reversed"),
-            xaxis2=_token_axis(
-                drawn_x,
-                int(xs[0]),
-                ATTENTION_TICK_LABELS,
-                overlaying="x",
-                matches="x",
-                anchor="y",
-                side="bottom",
-                title=dict(text=names[0]),
-            ),
-            yaxis2=_token_axis(
-                drawn_y,
-                int(ys[0]),
-                ATTENTION_TICK_LABELS,
-                overlaying="y",
-                matches="y",
-                anchor="x",
-                side="left",
-                title=dict(text=names[1]),
-            ),
+            xaxis2=_drawn_axis(drawn_x, int(xs[0]), "x", names[0]),
+            yaxis2=_drawn_axis(drawn_y, int(ys[0]), "y", names[1]),
         )
         traces.append(go.Heatmap(**heatmap))
         # plotly draws an axis only when a trace uses it: an empty, hover-less trace.

@@ -136,6 +136,13 @@ class Asking:
         if self._error is not None:
             raise self._error
 
+    def _failed(self, error: BaseException) -> None:
+        """Show ``error`` on the view's status line and end the wait (`wait` re-raises it);
+        a view without a status line says it its own way."""
+        self._error = error
+        self.set_status("error", f"{type(error).__name__}: {error}")
+        self._idle.set()
+
     def _take(self, asked: int, future):
         """The answer to show for request ``asked``, or ``None``: a newer request is on its
         way, this one is shown already, or it failed (shown by ``_failed``; a superseded

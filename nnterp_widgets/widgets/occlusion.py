@@ -75,11 +75,6 @@ class OcclusionPanel(Asking, PlotPanel):
         self.set_status("idle", f"{occlusion.requests} engine requests · most needed: {needed}")
         self._idle.set()
 
-    def _failed(self, error: BaseException) -> None:
-        self._error = error
-        self.set_status("error", f"{type(error).__name__}: {error}")
-        self._idle.set()
-
     def _render(self) -> None:
         if self.occlusion is None:
             return

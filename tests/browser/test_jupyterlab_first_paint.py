@@ -37,13 +37,7 @@ TREE_S = 120  # the tree: the package's and vLLM's imports, the meta build, on a
 
 
 def _notebook() -> dict:
-    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": SOURCE}
-    return {
-        "cells": [cell],
-        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    return tour.notebook_of([SOURCE])
 
 
 def _kernel_json(p, expression: str):
@@ -63,16 +57,7 @@ def fresh(lab, context):
 def test_the_tree_is_drawn_before_the_engine_is_ready_and_the_answer_after(lab, fresh):
     page = fresh
     p = page.page
-    p.goto(lab.url(f"/lab/tree/{NOTEBOOK}"), wait_until="domcontentloaded")
-    p.wait_for_function(
-        """() => { const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-                   const kernel = panel && panel.sessionContext && panel.sessionContext.session
-                                  && panel.sessionContext.session.kernel;
-                   return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle'; }""",
-        timeout=60_000,
-        polling=250,
-    )
-    p.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    tour.open_and_run_all(p, lab.url(f"/lab/tree/{NOTEBOOK}"))
     explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
     # The tree with the prompt's chips, while the lens (the first answer) is not drawn yet.
     p.wait_for_function(

@@ -41,16 +41,7 @@ SWEEP_S = 180  # the sweep (a few engine requests) and the pair's lens, on a loa
 
 
 def _notebook() -> dict:
-    cells = [
-        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
-        for source in SOURCE
-    ]
-    return {
-        "cells": cells,
-        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    return tour.notebook_of(SOURCE)
 
 
 def _kernel(p, code: str):
@@ -63,16 +54,7 @@ def notebook(lab, context):
     (lab.root / NOTEBOOK).write_text(json.dumps(_notebook()), encoding="utf-8")
     page = Page(context.new_page())
     p = page.page
-    p.goto(lab.url(f"/lab/tree/{NOTEBOOK}"), wait_until="domcontentloaded")
-    p.wait_for_function(
-        """() => { const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-                   const kernel = panel && panel.sessionContext && panel.sessionContext.session
-                                  && panel.sessionContext.session.kernel;
-                   return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle'; }""",
-        timeout=60_000,
-        polling=250,
-    )
-    p.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    tour.open_and_run_all(p, lab.url(f"/lab/tree/{NOTEBOOK}"))
     p.wait_for_function(
         """() => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
                    return cells.every(c => c.model.executionCount !== null)

@@ -325,6 +325,35 @@ def tour(lab, context):
     p.close()
 
 
+def notebook_of(sources) -> dict:
+    """A notebook (nbformat 4, the python3 kernel) whose code cells are ``sources``."""
+    cells = [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+        for source in sources
+    ]
+    return {
+        "cells": cells,
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def open_and_run_all(p, url: str) -> None:
+    """Open the notebook at ``url``, wait for its own kernel to be idle, and run every
+    cell (the command returns at once; the caller waits for what it needs)."""
+    p.goto(url, wait_until="domcontentloaded")
+    p.wait_for_function(
+        """() => { const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                   const kernel = panel && panel.sessionContext && panel.sessionContext.session
+                                  && panel.sessionContext.session.kernel;
+                   return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle'; }""",
+        timeout=60_000,
+        polling=250,
+    )
+    p.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
 def _cell_errors(p) -> list[str]:
     return p.evaluate(
         """() => [...window.jupyterapp.shell.currentWidget.content.widgets]
