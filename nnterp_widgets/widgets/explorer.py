@@ -128,6 +128,7 @@ class Explorer(widgets.VBox):
             ],
             **kwargs,
         )
+        self.outlined_seconds: float | None = None
         self._unsubscribe = self.session.on_status(lambda status: self._kernel.call(self._on_session_status, status))
         if not self.session.ready:  # empty states that say what they wait for
             for panel, what in ((self.attention, "the attention pattern"), (self.lens, "the logit lens")):
@@ -200,6 +201,9 @@ class Explorer(widgets.VBox):
         except Exception:  # noqa: BLE001 - the request itself will say what is wrong
             return
         self.tree.outline(tokens)
+        #: Seconds from the session's opening to the tree and chips drawn before the engine
+        #: was ready (None when the first answer came first).
+        self.outlined_seconds = time.monotonic() - self.session.started_at
 
     def _ablation_pending(self, heads: tuple) -> None:
         self.ablation = None
