@@ -169,14 +169,16 @@ def frozen_norm(norm: torch.nn.Module, stream: torch.Tensor) -> tuple[torch.Tens
 
 
 def per_head(projection: torch.nn.Module, outputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``[heads, head_dim]`` head outputs -> each head's share of the projection's output
-    ``[heads, hidden]`` and its bias. Run through the module itself (one row per head,
-    the other heads zeroed, and an all-zero row for the bias), since the CPU backend
-    repacks a linear layer's weight for its own kernel."""
-    count, size = outputs.shape
-    rows = torch.zeros(count + 1, count * size, dtype=outputs.dtype, device=outputs.device)
-    for head in range(count):
-        rows[head, head * size : (head + 1) * size] = outputs[head]
+    """``[..., heads, head_dim]`` head outputs -> each head's share of the projection's
+    output ``[..., heads, hidden]`` and its bias. Run through the module itself (one row
+    per head, the other heads zeroed, and an all-zero row for the bias), since the CPU
+    backend repacks a linear layer's weight for its own kernel."""
+    *lead, count, size = outputs.shape
+    flat = outputs.reshape(-1, count, size)
+    rows = torch.zeros(len(flat), count, count, size, dtype=outputs.dtype, device=outputs.device)
+    diagonal = torch.arange(count, device=outputs.device)
+    rows[:, diagonal, diagonal] = flat
+    rows = torch.cat([rows.reshape(-1, count * size), rows.new_zeros(1, count * size)])
     result = projection(rows)
     separate = None
     if isinstance(result, tuple):
@@ -184,7 +186,7 @@ def per_head(projection: torch.nn.Module, outputs: torch.Tensor) -> tuple[torch.
     result = result.float()
     base = result[-1]  # the bias, where the module adds it
     bias = separate.float() if separate is not None else base
-    return result[:-1] - base, bias
+    return (result[:-1] - base).reshape(*lead, count, -1), bias
 
 
 def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out: dict) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from ..engine import module_of
-from .attribution import heads_reason, out_projection
+from .attribution import heads_reason, out_projection, per_head
 from .panels import Tokens
 from .probe import check_prompt, tokens_of
 
@@ -216,28 +216,15 @@ def block_shares(
 
 def messages_of(projection: torch.nn.Module, values: torch.Tensor, heads: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``values`` ``[kv_heads, tokens, head_dim]`` -> each key's message per head through
-    the output projection ``[tokens, heads, hidden]``, and the projection's bias. Run
-    through the module itself, as `per_head` does, a chunk of positions at a time: each
-    row holds one head's values with the other heads zeroed, and a last row of zeros
-    gives the bias."""
+    the output projection ``[tokens, heads, hidden]``, and the projection's bias: `per_head`
+    on a chunk of positions at a time (its rows are ``heads²`` per position)."""
     kv_heads, tokens, size = values.shape
     per_kv = values.repeat_interleave(heads // kv_heads, dim=0).transpose(0, 1)  # [tokens, heads, head_dim]
-    diagonal = torch.arange(heads)
     chunk = max(1, CHUNK_FLOATS // (4 * heads * heads * size))
     out, bias = [], None
     for start in range(0, tokens, chunk):
-        block = per_kv[start : start + chunk]
-        rows = torch.zeros(len(block), heads, heads, size, dtype=block.dtype, device=block.device)
-        rows[:, diagonal, diagonal] = block
-        rows = torch.cat([rows.reshape(-1, heads * size), rows.new_zeros(1, heads * size)])
-        result = projection(rows)
-        separate = None
-        if isinstance(result, tuple):
-            result, separate = result[0], result[1]
-        result = result.float()
-        base = result[-1]
-        bias = separate.float() if separate is not None else base
-        out.append((result[:-1] - base).reshape(len(block), heads, -1))
+        sent, bias = per_head(projection, per_kv[start : start + chunk])
+        out.append(sent)
     return torch.cat(out), bias
 
 

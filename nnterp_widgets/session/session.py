@@ -384,9 +384,8 @@ class Session:
         under ``floor`` are not returned (at most layers x tokens / floor edges)."""
 
         def run(engine):
-            if isinstance(text, str):
-                tokens = len(engine.tokenizer(text)["input_ids"])
-                self._fits(engine, text, patterns=1, extra=2 * tokens * engine.num_heads * engine.hidden_size * 4)
+            # Beside one layer's pattern: each position's messages per head, and their copy.
+            self._fits(engine, text, patterns=1, per_token=2 * engine.num_heads * engine.hidden_size * 4)
             return contributions(engine, text, floor)
 
         return self.request(key, run)
@@ -435,13 +434,15 @@ class Session:
     def tokenizer(self):
         return self._engine().tokenizer
 
-    def _fits(self, engine, text: str, patterns: int = 0, extra: int = 0) -> None:
+    def _fits(self, engine, text: str, patterns: int = 0, per_token: int = 0) -> None:
         """Refuse, before it runs, a request on ``text`` that would not fit the engine's
-        memory (`memory.check_memory`; ``memory_limit`` replaces the free memory)."""
+        memory (`memory.check_memory`; ``memory_limit`` replaces the free memory);
+        ``per_token``: bytes the request keeps of its own per token. Tokenises only where
+        there is a limit to check."""
         limit = self.memory_limit if self.memory_limit is not None else free_bytes()
         if limit is not None and isinstance(text, str) and text.strip():
             tokens = len(engine.tokenizer(text)["input_ids"])
-            check_memory(engine, tokens, patterns, extra, limit=limit, advice=MEMORY_ADVICE)
+            check_memory(engine, tokens, patterns, per_token * tokens, limit=limit, advice=MEMORY_ADVICE)
 
     def _engine(self):
         # The client-side envoy tree and tokenizer only: reading them runs nothing. They
