@@ -7,6 +7,7 @@ yet), the explorer's first paint (its tree holds the prompt's shapes and token c
 the engine ready, the first answer shown. Written to OUT.json.
 """
 
+import asyncio
 import json
 import os
 import sys
@@ -21,9 +22,9 @@ def since() -> float:
     return round(time.perf_counter() - START, 2)
 
 
-if __name__ == "__main__":
-    out = sys.argv[1]
-    settings = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+async def explore(settings: dict) -> dict:
+    """As in a kernel: the explorer built on a thread that runs an asyncio loop, which the
+    session's answers are handed to."""
     phases = {}
     from nnterp_widgets import Explorer
     from nnterp_widgets.session import Session
@@ -33,16 +34,26 @@ if __name__ == "__main__":
     painted = []
     explorer = Explorer(session, prompt=PROMPT)
     explorer.tree.observe(lambda change: painted.append(since()) if change["new"] else None, "prompt_tokens")
-    session.described.result()
-    phases["described"] = since()
+    described = []
+    session.described.add_done_callback(lambda done: described.append(since()))
     while not explorer.tree.prompt_tokens:
-        time.sleep(0.01)
+        await asyncio.sleep(0.01)
+    phases["described"] = described[0]
     phases["first paint"] = painted[0] if painted else since()
     phases["painted before ready"] = not session.ready
-    session.wait()
+    while not session.ready:
+        await asyncio.sleep(0.01)
     phases["engine ready"] = since()
-    explorer.wait()
+    while explorer.lens.result is None:  # the last panel drawn
+        await asyncio.sleep(0.01)
     phases["first answer"] = since()
     session.close()
+    return phases
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    settings = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    phases = asyncio.run(explore(settings))
     with open(out, "w") as handle:
         json.dump(phases, handle)

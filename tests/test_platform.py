@@ -81,3 +81,33 @@ def test_one_tree_is_built_at_a_time_but_engine_starts_overlap():
     taker.start()
     taker.join(10)
     assert free == [True]
+
+
+def test_the_collector_pauses_while_any_start_runs_and_comes_back_after_the_last():
+    import gc
+
+    assert gc.isenabled()
+    with platform.collector_paused():
+        assert not gc.isenabled()
+        with platform.collector_paused():  # a second start overlapping the first
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the first is still running
+    assert gc.isenabled()
+    gc.disable()  # a caller who turned it off keeps it off
+    try:
+        with platform.collector_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_failed_start_unfreezes_the_heap_it_froze():
+    import gc
+
+    before = gc.get_freeze_count()
+    with pytest.raises(RuntimeError, match="start failed"):
+        with platform.heap_frozen_from_now():
+            assert gc.get_freeze_count() > before
+            raise RuntimeError("start failed")
+    assert gc.get_freeze_count() == 0

@@ -55,6 +55,20 @@ def test_close_unsubscribes_from_the_session(session):
     assert view.comm is None and view.tree.comm is None and view.attention.figure.comm is None
 
 
+def test_figures_are_made_when_first_drawn_and_closing_makes_none(session):
+    from nnterp_widgets.widgets.attribution import AttributionPanel
+
+    view = Explorer(session, prompt=PROMPT)
+    view.wait(120)
+    # The prompt's panels have drawn; a tool that never ran has made no figure yet.
+    assert AttentionView.figure.made(view.attention) is not None
+    assert LogitLens.figure.made(view.lens) is not None
+    assert PatchPanel.figure.made(view.patching) is None and AttributionPanel.figure.made(view.attribution) is None
+    view.close()
+    assert PatchPanel.pair_figure.made(view.patching) is None  # closing made none either
+    assert view.lens.figure.comm is None
+
+
 def test_one_request_feeds_every_panel(session, explorer):
     before = session.engine_requests
     explorer.prompt_box.value = "The Colosseum is in Rome"

@@ -99,6 +99,10 @@ class StandardizedVLLM(VLLM):
         in_process: bool = False,
         **vllm_kwargs: Any,
     ) -> None:
+        with platform.collector_paused():
+            self._build(name_or_path, dispatch, dtype, gpu_memory_utilization, on_tree, in_process, vllm_kwargs)
+
+    def _build(self, name_or_path, dispatch, dtype, gpu_memory_utilization, on_tree, in_process, vllm_kwargs) -> None:
         from nnsight.modeling.vllm.envoys import parallel_envoys
         from transformers import AutoConfig
 
@@ -199,7 +203,7 @@ class StandardizedVLLM(VLLM):
     # (an in-process start keeps the lock: the process's distributed state is its own).
     def _load_sync(self, repo_id: str, **kwargs: Any):
         if self._in_process:
-            with platform.in_process_start():
+            with platform.in_process_start(), platform.heap_frozen_from_now():
                 entry = super()._load_sync(repo_id, **kwargs)
             platform.built()
         else:

@@ -148,6 +148,12 @@ class Session:
     # -- engine (worker thread only) -------------------------------------------------
 
     def _open_engine(self):
+        from ..engine.platform import collector_paused
+
+        with collector_paused():  # the imports and the build (see `collector_paused`)
+            return self._start_engine()
+
+    def _start_engine(self):
         # vLLM logs its start and every warning, from every process: to a file, not the
         # notebook (read at vLLM's import and at each engine's start, so set before them).
         self.log_path = route_engine_logs()

@@ -33,7 +33,7 @@ from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
 from .attention_text import attention_text_html
 from .figures import attention_figure, attention_selection, head_grid_figure
 from .lifecycle import KernelThread, Landing
-from .plot_panel import PlotPanel, clicked
+from .plot_panel import FigureSlot, PlotPanel, clicked
 from ..session import Session
 
 __all__ = ["AttentionView", "PREFILL_PATTERN", "DECODE_STEP_PATTERN"]
@@ -61,6 +61,9 @@ class AttentionView(PlotPanel):
     layer = traitlets.Int(0)
     head = traitlets.Int(0)
     ablated = traitlets.Tuple()
+
+    figure = FigureSlot()  # the shown head's pattern
+    grid = FigureSlot()  # every head of the layer
 
     def __init__(
         self,
@@ -99,8 +102,6 @@ class AttentionView(PlotPanel):
             description="zoom out", disabled=True, tooltip="back to the whole pattern (click a pooled cell to zoom)"
         )
         self.zoom_out_button.on_click(lambda button: self.zoom_out())
-        self.figure = go.FigureWidget()
-        self.grid = go.FigureWidget()
         #: The prompt as text, shaded by the selected token's weights (`attention_text`).
         self.text_view = ipywidgets.HTML("")
         super().__init__(
@@ -110,7 +111,7 @@ class AttentionView(PlotPanel):
                 self.step_note,
                 self.text_view,
             ],
-            [self.figure, self.grid],
+            ("figure", "grid"),
             **kwargs,
         )
         with self._hold():

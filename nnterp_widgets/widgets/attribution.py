@@ -13,13 +13,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import ipywidgets
-import plotly.graph_objects as go
 import traitlets
 
 from ..session import Attribution, Session
 from .attribution_figures import attribution_figure
 from .lifecycle import Asking
-from .plot_panel import PlotPanel, clicked
+from .plot_panel import FigureSlot, PlotPanel, clicked
 
 __all__ = ["AttributionPanel"]
 
@@ -33,6 +32,8 @@ class AttributionPanel(Asking, PlotPanel):
 
     #: The head outlined and shown in the explorer's attention view: ``(layer, head)`` or ``()``.
     selected_head = traitlets.Tuple()
+
+    figure = FigureSlot()
 
     def __init__(
         self,
@@ -54,8 +55,7 @@ class AttributionPanel(Asking, PlotPanel):
         self.run_button = ipywidgets.Button(
             description="attribute", tooltip="each head's and MLP's direct effect on the answer's logit"
         )
-        self.figure = go.FigureWidget()
-        super().__init__([ipywidgets.HBox([self.answer_box, self.foil_box, self.run_button])], [self.figure], **kwargs)
+        super().__init__([ipywidgets.HBox([self.answer_box, self.foil_box, self.run_button])], ("figure",), **kwargs)
         self.run_button.on_click(lambda button: self.run())
         self.observe(lambda change: self._outline(), "selected_head")
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import ipywidgets
-import plotly.graph_objects as go
 
 from ..session import Contributions, Session
 from ..session.contributions import FLOOR, THRESHOLD
 from .contribution_figures import contribution_figure, route_picture
 from .lifecycle import Asking
-from .plot_panel import PlotPanel
+from .plot_panel import FigureSlot, PlotPanel
 
 __all__ = ["ContributionPanel"]
 
@@ -29,6 +28,8 @@ MAX_THRESHOLD = 0.5
 class ContributionPanel(Asking, PlotPanel):
     """``ContributionPanel(session, prompt, threshold=0.04)``; ``prompt``: the text, or a
     function returning it (the explorer passes its prompt box's)."""
+
+    figure = FigureSlot()
 
     def __init__(
         self,
@@ -57,8 +58,7 @@ class ContributionPanel(Asking, PlotPanel):
         self.run_button = ipywidgets.Button(
             description="graph", tooltip="each token's share in every stream, every layer: one engine request"
         )
-        self.figure = go.FigureWidget()
-        super().__init__([ipywidgets.HBox([self.run_button, self.threshold])], [self.figure], **kwargs)
+        super().__init__([ipywidgets.HBox([self.run_button, self.threshold])], ("figure",), **kwargs)
         self.run_button.on_click(lambda button: self.run())
         self.threshold.observe(lambda change: self._render(), "value")
 

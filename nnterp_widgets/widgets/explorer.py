@@ -204,6 +204,8 @@ class Explorer(widgets.VBox):
         #: Seconds from the session's opening to the tree and chips drawn before the engine
         #: was ready (None when the first answer came first).
         self.outlined_seconds = time.monotonic() - self.session.started_at
+        for panel in (self.attention, self.lens):  # while the engine starts, not after
+            panel.make_figures()
 
     def _ablation_pending(self, heads: tuple) -> None:
         self.ablation = None

@@ -17,7 +17,6 @@ from typing import Any, Callable
 
 import anywidget
 import ipywidgets
-import plotly.graph_objects as go
 import traitlets
 
 from ..session.generation import GENERATE_TOKENS, GenerationResult
@@ -25,7 +24,7 @@ from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
 from .causal_figures import branch_html
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .lifecycle import Asking, close_all
-from .plot_panel import clicked, show_figure
+from .plot_panel import FigureSlot, clicked, show_figure
 from ..session import Session
 
 __all__ = ["GenerationView", "PREFILL_NOTE", "StepSlider", "step_caption"]
@@ -67,6 +66,8 @@ class GenerationView(Asking, ipywidgets.VBox):
     #: The last picked cell: ``{"layer", "position", "id", "text"}``.
     picked = traitlets.Dict()
 
+    figure = FigureSlot()
+
     def __init__(self, session: Session, prompt: Callable[[], str], key: str = "generate", **kwargs: Any) -> None:
         self.session = session
         self._prompt = prompt
@@ -83,7 +84,6 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.step_slider = StepSlider()
         self.message = ipywidgets.Label("")
         self.note = ipywidgets.Label(PREFILL_NOTE)
-        self.figure = go.FigureWidget()
         # The figure joins the page when the first generation lands: no bare axes before
         # it, and no plotly view built before it has data.
         self.figure_box = ipywidgets.Box([])

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 
-import plotly.graph_objects as go
 import traitlets
 
 from ..session.generation import LensModes
@@ -28,7 +27,7 @@ from ..session.panels import LensPanel, PromptResult
 from .figures import lens_figure, selection_shapes
 from .generation_figures import lens_mode_figure
 from .lifecycle import KernelThread, Landing
-from .plot_panel import PlotPanel, clicked
+from .plot_panel import FigureSlot, PlotPanel, clicked
 from .position_window import PositionWindow
 from ..session import Session
 
@@ -45,6 +44,8 @@ class LogitLens(PlotPanel):
     #: The last picked cell: ``{"layer", "position", "id", "text"}``.
     picked = traitlets.Dict()
 
+    figure = FigureSlot()
+
     def __init__(
         self, result: PromptResult | None = None, *, session: Session | None = None, key: str = "lens", **kwargs
     ):
@@ -60,11 +61,10 @@ class LogitLens(PlotPanel):
         self._idle.set()
         self._error: BaseException | None = None
         self._moving = False
-        self.figure = go.FigureWidget()
         self.window = PositionWindow(label="lens positions")
         self.controls = self.window
         self.controls.layout.display = "none"  # shown when the prompt is longer than the window
-        super().__init__([self.controls], [self.figure], **kwargs)
+        super().__init__([self.controls], ("figure",), **kwargs)
         self.window.observe(self._on_window, "value")
         if result is not None:
             self.update(result)

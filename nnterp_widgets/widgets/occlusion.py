@@ -11,19 +11,20 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import ipywidgets
-import plotly.graph_objects as go
 
 from ..session import Occlusion, Session
 from ..session.occlusion import MODES
 from .causal_figures import occlusion_figure
 from .lifecycle import Asking
-from .plot_panel import PlotPanel, clicked
+from .plot_panel import FigureSlot, PlotPanel, clicked
 
 __all__ = ["OcclusionPanel"]
 
 
 class OcclusionPanel(Asking, PlotPanel):
     """``OcclusionPanel(session, prompt, answer=" Paris")``."""
+
+    figure = FigureSlot()
 
     def __init__(
         self,
@@ -43,9 +44,8 @@ class OcclusionPanel(Asking, PlotPanel):
         self.mode_picker = ipywidgets.Dropdown(options=list(MODES), value=MODES[0], description="occlude by")
         self.measure_picker = ipywidgets.Dropdown(options=["logit", "probability"], value="logit", description="show Δ")
         self.run_button = ipywidgets.Button(description="occlude", tooltip="occlude each token in turn (one batch)")
-        self.figure = go.FigureWidget()
         controls = ipywidgets.HBox([self.answer_box, self.mode_picker, self.measure_picker, self.run_button])
-        super().__init__([controls], [self.figure], **kwargs)
+        super().__init__([controls], ("figure",), **kwargs)
         self.run_button.on_click(lambda button: self.run())
         self.measure_picker.observe(lambda change: self._render(), "value")
 

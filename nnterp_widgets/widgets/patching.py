@@ -22,14 +22,13 @@ import threading
 from typing import Any
 
 import ipywidgets
-import plotly.graph_objects as go
 import traitlets
 
 from ..session.intervention_results import SITES, PairLens, PatchResult
 from .lifecycle import KernelThread
 from .figures import selection_shapes
 from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
-from .plot_panel import PlotPanel, clicked
+from .plot_panel import FigureSlot, PlotPanel, clicked
 from ..session import Session
 
 __all__ = ["DEFAULT_PAIR", "PatchPanel"]
@@ -52,6 +51,9 @@ class PatchPanel(PlotPanel):
 
     #: The head outlined on a per-head map (``-1`` for none).
     selected_head = traitlets.Int(-1)
+
+    figure = FigureSlot()  # the effect map
+    pair_figure = FigureSlot()  # the pair's lens difference
 
     def __init__(
         self,
@@ -84,13 +86,11 @@ class PatchPanel(PlotPanel):
         self.run_button = ipywidgets.Button(
             description="patch", tooltip="patch the clean run into the corrupted run, one cell at a time"
         )
-        self.figure = go.FigureWidget()  # the effect map
-        self.pair_figure = go.FigureWidget()  # the pair's lens difference
         controls = [
             ipywidgets.HBox([self.clean_box, self.corrupted_box]),
             ipywidgets.HBox([self.answer_box, self.foil_box, self.site_picker, self.run_button]),
         ]
-        super().__init__(controls, [self.figure, self.pair_figure], join=False, **kwargs)
+        super().__init__(controls, ("figure", "pair_figure"), join=False, **kwargs)
         # The two maps side by side where the page is wide enough, else one under the other.
         head = self.children
         # The maps join the page when the first sweep lands: no bare axes before it, and

@@ -5,6 +5,7 @@ numbers travel as binary buffers)."""
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import ipywidgets
 import plotly.graph_objects as go
@@ -18,6 +19,32 @@ from .lifecycle import close_all
 
 #: The plotly template for each page theme (the module tree reports the page's).
 TEMPLATES = {"light": "plotly", "dark": "plotly_dark"}
+
+
+class FigureSlot:
+    """A widget's `FigureWidget`, made the first time it is used (``figure = FigureSlot()``
+    on the class).
+
+    Plotly's widget class imports nbformat, and with it jsonschema's format grammars:
+    1.5 s in a new kernel on 2 cores, which an explorer that made its figures when built
+    would add to the time before its tree is drawn. Made on first use, they cost that when
+    the first picture lands instead.
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, holder: Any, owner: type | None = None) -> Any:
+        if holder is None:
+            return self
+        made = holder.__dict__.get(self.name)
+        if made is None:
+            made = holder.__dict__[self.name] = go.FigureWidget()
+        return made
+
+    def made(self, holder: Any) -> go.FigureWidget | None:
+        """The figure if it has been made, without making it."""
+        return holder.__dict__.get(self.name)
 
 
 def show_figure(widget: go.FigureWidget, fig: go.Figure) -> bool:
@@ -69,9 +96,10 @@ def clicked(points, axis: str) -> int | None:
 
 
 class PlotPanel(ipywidgets.VBox):
-    """A panel: ``controls``, a message line, a status line, then ``figures``, each of
-    which joins the page with its first picture (no bare axes while nothing is known;
-    ``join=False``: the subclass places them).
+    """A panel: ``controls``, a message line, a status line, then its figures (the names of
+    its `FigureSlot` attributes, in page order), each of which joins the page with its
+    first picture (no bare axes while nothing is known; ``join=False``: the subclass
+    places them).
 
     ``selected_token`` (``-1`` for none) is validated against the prompt on screen: an
     out-of-range value is refused (the trait keeps its value) and the message says why.
@@ -83,10 +111,10 @@ class PlotPanel(ipywidgets.VBox):
     #: "light" or "dark": the page's theme, which the figures follow.
     theme = traitlets.Unicode("light")
 
-    def __init__(self, controls: list, figures: list, *, join: bool = True, **kwargs) -> None:
+    def __init__(self, controls: list, figures: tuple[str, ...], *, join: bool = True, **kwargs) -> None:
         self._result: PromptResult | None = None
         self._holding = False
-        self._figures = list(figures)
+        self._figure_names = tuple(figures)
         self._join = join
         self._joined: list = []
         self._themed: dict[int, str] = {}
@@ -95,11 +123,22 @@ class PlotPanel(ipywidgets.VBox):
         super().__init__(children=[*controls, self.message, self.status_label], **kwargs)
         self.observe(self._on_selected, "selected_token")
         self.observe(self._on_status, "status")
-        self.observe(lambda change: [self._apply_theme(w) for w in self._figures], "theme")
+        self.observe(lambda change: [self._apply_theme(w) for w in self._figures()], "theme")
 
     @property
     def result(self) -> PromptResult | None:
         return self._result
+
+    def make_figures(self) -> None:
+        """Make the panel's figures now (they are made on first use, `FigureSlot`): the
+        explorer does it while the engine starts, so that its first answer does not wait."""
+        for name in self._figure_names:
+            getattr(self, name)
+
+    def _figures(self) -> list[go.FigureWidget]:
+        """The figures made so far, in page order."""
+        slots = [type(self).__dict__.get(name) or getattr(type(self), name) for name in self._figure_names]
+        return [figure for figure in (slot.made(self) for slot in slots) if figure is not None]
 
     def set_status(self, state: State | str, message: str = "") -> None:
         """Show a `Status`: ``"busy"`` (a request is running), ``"error"`` or ``"idle"``."""
@@ -109,17 +148,18 @@ class PlotPanel(ipywidgets.VBox):
         """Close the panel and the widgets it holds (a panel subscribes to nothing), its
         figures too, shown or not yet."""
         close_all(self.children)
-        close_all(self._figures)
+        close_all(self._figures())
         super().close()
 
     def _show(self, widget: go.FigureWidget, fig: go.Figure) -> bool:
         """`show_figure`, then the page theme's template (a replaced layout drops it)."""
         replaced = show_figure(widget, fig)
         self._apply_theme(widget, force=replaced)
-        if self._join and widget in self._figures and widget not in self._joined:
+        figures = self._figures()
+        if self._join and widget in figures and widget not in self._joined:
             self._joined.append(widget)
-            joined = [figure for figure in self._figures if figure in self._joined]
-            self.children = (*[c for c in self.children if c not in self._figures], *joined)
+            joined = [figure for figure in figures if figure in self._joined]
+            self.children = (*[c for c in self.children if c not in figures], *joined)
         return replaced
 
     def _apply_theme(self, widget: go.FigureWidget, force: bool = False) -> None:
