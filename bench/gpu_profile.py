@@ -201,9 +201,12 @@ def main() -> None:
     flush()
 
     started = time.perf_counter()
-    session = Session.open(
-        path, progress=False, in_process=True, max_model_len=args.tokens + 64, gpu_memory_utilization=0.5
-    ).wait()
+    settings = dict(progress=False, max_model_len=args.tokens + 64, gpu_memory_utilization=0.5)
+    try:
+        session = Session.open(path, in_process=True, **settings).wait()
+    except Exception as error:  # noqa: BLE001 - then the kernel's side alone
+        lines += [f"in-process start failed ({error!r}); multiprocess: the profilers see the kernel's side only", ""]
+        session = Session.open(path, in_process=False, **settings).wait()
     lines += [
         f"## 2. The prompt request ({args.checkpoint}, {args.tokens} tokens, {session.device}, "
         f"{session.dtype}, engine in this process, started in {time.perf_counter() - started:.0f} s)",
