@@ -295,7 +295,7 @@ def run_prompt(
     check_size(estimate, max_bytes, "shorten the prompt or narrow the lens window")
     with model.trace(temperature=0.0, max_tokens=1) as tracer:
         out = dict().save()
-        with tracer.invoke(prompt):  # the prompt, with the heads ablated if any
+        with tracer.invoke(ids):  # the prompt (tokenised once, here), with the heads ablated if any
             out["input_ids"] = model.input_ids[0].cpu()
             out["lens"] = []
             for index in range(num_layers):
@@ -308,7 +308,7 @@ def run_prompt(
             if heads:
                 out["ablated"] = model.next_token_probs[0].float().cpu()
         if heads:
-            with tracer.invoke(prompt):  # the clean run: one more invoke, not one more request
+            with tracer.invoke(ids):  # the clean run: one more invoke, not one more request
                 out["clean"] = model.next_token_probs[0].float().cpu()
     ablation = ablation_delta(out["clean"], out["ablated"], heads) if heads else None
     tokens = tokens_of(model, out["input_ids"])
@@ -348,7 +348,7 @@ def run_attention(
     if origin is not None:
         block, (q0, k0) = 1, origin
         cut = (q0, min(count, q0 + side), k0, min(count, k0 + side))
-    with model.trace(prompt, temperature=0.0, max_tokens=1):
+    with model.trace(ids, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         for index in range(layer):
@@ -374,7 +374,7 @@ def run_lens(
     start, stop = lens_window(len(ids), (start, stop))
     num_layers, k = model.num_layers, int(k)
     check_size(lens_bytes(num_layers, stop - start, k), max_bytes, "narrow the lens window")
-    with model.trace(prompt, temperature=0.0, max_tokens=1):
+    with model.trace(ids, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         out["lens"] = []
@@ -389,7 +389,7 @@ def run_value(
     model, prompt: str, value_id: str, *, ablate: Sequence = (), max_bytes: int = MAX_RESULT_BYTES
 ) -> ValueSummary:
     """A summary of one standard value (``model.model.layers.0.mlp.mlp_output``) for ``prompt``."""
-    check_prompt(model, prompt)
+    ids = check_prompt(model, prompt)
     heads = check_ablate(model, ablate)
     found = {value.id: value for value in model.describe()}
     value = found.get(value_id)
@@ -405,7 +405,7 @@ def run_value(
         before = model.num_layers if name in ("logits", "next_token_probs") else 0
     else:
         before = value.layer + (name not in BEFORE_HEAD_OUTPUTS)
-    with model.trace(prompt, temperature=0.0, max_tokens=1):
+    with model.trace(ids, temperature=0.0, max_tokens=1):
         out = dict().save()
         for index in range(before):
             _ablate(model, heads, index)
