@@ -215,6 +215,26 @@ def test_invokes_are_private_requests(engine, reference):
     assert a.shape[1] != b.shape[1]
 
 
+def test_root_only_serves_the_roots_values_and_ships_a_fraction_of_the_tree(engine, reference):
+    from nnsight.intervention.serialization import dumps
+
+    root = engine.root_only()
+    last = engine.layers[-1]
+    with engine.trace(**GREEDY) as tracer:
+        with tracer.invoke(PROMPT):  # this invoke names no full model: the root's copy and one block
+            stream = last.layer_output.save()
+            logits = root.logits.save()
+            probs = root.next_token_probs.save()
+    torch.testing.assert_close(logits, reference["logits"], **TOL)
+    torch.testing.assert_close(stream, reference[("layer_output", engine.num_layers - 1)], **TOL)
+    torch.testing.assert_close(probs.sum(-1), torch.ones_like(probs.sum(-1)))
+    # What an invoke naming the copy and one block carries to the worker, against one
+    # naming the model (which carries every block: the gap grows with the layers).
+    assert engine.num_layers >= 2
+    assert len(dumps(root)) + len(dumps(last)) < len(dumps(engine))
+    assert engine.layers[0] is not None and len(list(root._children)) == 0  # the model keeps its tree
+
+
 def test_methods_outside_a_trace(engine):
     with pytest.raises(RuntimeError, match="inside `with model.trace"):
         engine.project_on_vocab(torch.zeros(1, 1, engine.hidden_size))

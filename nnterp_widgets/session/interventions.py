@@ -118,15 +118,20 @@ def _tokens(model, ids) -> Tokens:
 # -- inside a trace (run in the engine's worker) -------------------------------------
 
 
-def _site_value(model, site: str, layer: int):
+def _site_host(model, site: str, layer: int):
+    """The envoy that serves ``site`` in block ``layer`` (the block, or its attention)."""
     block = model.layers[layer]
-    host = getattr(block, SITE_HOST[site]) if SITE_HOST[site] else block
-    return getattr(host, site)
+    return getattr(block, SITE_HOST[site]) if SITE_HOST[site] else block
 
 
-def _patch_cell(model, site: str, layer: int, column: int, value) -> None:
-    """Write one cell's clean slice into the running (corrupted) request, in place."""
-    target = _site_value(model, site, layer)
+def _site_value(model, site: str, layer: int):
+    return getattr(_site_host(model, site, layer), site)
+
+
+def _patch_cell(host, site: str, column: int, value) -> None:
+    """Write one cell's clean slice into the running (corrupted) request, in place, at
+    ``site`` of ``host`` (`_site_host`)."""
+    target = getattr(host, site)
     if site in HEAD_SITES:
         target[:, :, column] = value
     else:
@@ -172,14 +177,16 @@ def _sweep(model, corrupted: str, site: str, pair: list[int], cells: list, slice
     Each invoke ships a copy of this frame's locals, so the slices are popped one per
     invoke and nothing larger is in scope.
     """
+    root = model.root_only()  # each invoke ships one block's envoys, not the whole tree
     with model.trace(**GREEDY) as tracer:
         rows = [None] * len(cells)
         rows.save()
         for index, (layer, column) in enumerate(cells):
             value = slices.pop(0)
+            host = _site_host(model, site, layer)
             with tracer.invoke(corrupted):
-                _patch_cell(model, site, layer, column, value)
-                rows[index] = model.logits[0, -1, pair]
+                _patch_cell(host, site, column, value)
+                rows[index] = root.logits[0, -1, pair]
     return rows
 
 

@@ -133,13 +133,14 @@ def occlude(model, text: str, answer: Any, mode: str = "replace") -> Occlusion:
 
 
 def _run(model, prompts: list[list[int]], answer: int) -> list:
+    root = model.root_only()  # what each invoke ships: the root's values, not the whole tree
     with model.trace(temperature=0.0, max_tokens=1) as tracer:
         rows = [None] * len(prompts)
         rows.save()
         for index in range(len(prompts)):
             ids = prompts[index]
             with tracer.invoke(ids):
-                logits = model.logits[0, -1].float()
+                logits = root.logits[0, -1].float()
                 rows[index] = (float(logits[answer]), float(logits.softmax(-1)[answer]))
     return rows
 
