@@ -391,6 +391,8 @@ def test_lens_cells_are_top1_and_hover_is_topk():
     assert list(fig.layout.yaxis.ticktext) == lens.layer_labels  # layers[0] first, on top
     assert fig.layout.yaxis.autorange == "reversed"
     assert list(fig.layout.xaxis.tickvals) == list(range(len(TEXTS)))
+    # Each tick names its position, then its token (a lens window can start anywhere).
+    assert list(fig.layout.xaxis.ticktext) == [f"{i} {escape_token(t)}" for i, t in enumerate(TEXTS)]
     for layer in range(lens.num_layers):
         for position in range(len(TEXTS)):
             top = lens_hover(lens, layer, position)

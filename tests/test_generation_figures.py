@@ -165,7 +165,8 @@ def test_generation_lens_shows_the_steps(generation):
     fig = generation_lens_figure(generation, step=1)
     (trace,) = fig.data
     np.testing.assert_array_equal(np.asarray(trace.z), generation.lens.top1_probs())
-    assert list(fig.layout.xaxis.ticktext) == [" Paris".replace(" ", "␣"), XSS_SHOWN, "␣is"]
+    # Each column: its step, then the token the step wrote.
+    assert list(fig.layout.xaxis.ticktext) == ["0 ␣Paris", f"1 {XSS_SHOWN}", "2 ␣is"]
     (shape,) = fig.layout.shapes
     assert (shape.x0, shape.x1, shape.name) == (0.5, 1.5, "step")
     assert "step 1: a decode step" in fig.layout.title.text

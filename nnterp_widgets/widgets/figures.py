@@ -129,6 +129,12 @@ def _token_axis(labels: Sequence[str], start: int = 0, max_labels: int = MAX_TIC
     )
 
 
+def position_label(position: int, label: str) -> str:
+    """A token's tick label with its position (``"12 ␣Paris"``): a lens window starts
+    anywhere in the prompt, and the index says where. ``label`` is already escaped."""
+    return f"{position} {label}"
+
+
 def selection_shapes(count: int, selected: int, *, row: bool, column: bool, rows: int | None = None) -> list[dict]:
     """Outline rectangles around row and/or column ``selected`` of a ``rows × count`` grid.
 
@@ -520,7 +526,7 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
         name="logit lens",
     )
     layout = lens_layout(
-        labels,
+        [position_label(start + i, label) for i, label in enumerate(labels)],
         layer_labels,
         selected_token if selected_token in panel.positions else -1,
         title="logit lens: top-1 token per layer and position",
