@@ -713,7 +713,10 @@ def test_figures_in_chromium(tmp_path):
     long_texts[5] = XSS
     pages = {
         "short": attention_figure(panel_of(short, 0), 1, selected_token=2),
-        "long": attention_figure(panel_of(make_result(long_texts, layers=1, heads=1), 0), 0),
+        # Drawn big enough that a cell is a few pixels, so the hover lands on the one aimed at.
+        "long": attention_figure(panel_of(make_result(long_texts, layers=1, heads=1), 0), 0).update_layout(
+            width=900, height=880
+        ),
         "lens": lens_figure(short.lens),
     }
     for name, fig in pages.items():
@@ -817,8 +820,9 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
     long_texts = [f"t{i}" for i in range(HOVER_TEXT_MAX_TOKENS + 44)]
     long_texts[5] = XSS
     long = view_of(make_result(long_texts, layers=1, heads=2))
-    # Tall enough that a cell is a few pixels: the mouse lands on the one it aims at.
+    # Big enough that a cell is a few pixels: the mouse lands on the one it aims at.
     long.figure.layout.height = 880
+    long.figure.layout.width = 900
     lens = LogitLens(short)
     widgets = {
         "att": view.figure,

@@ -817,7 +817,8 @@ def test_the_tools_are_tabs_under_the_lens(explorer):
         "steering",
         "patching",
     )
-    assert explorer.tree in explorer.tree_box.children and explorer.attention in explorer.views.children
+    assert explorer.tree in explorer.tree_box.children and explorer.readings in explorer.views.children
+    assert [explorer.attention, explorer.lens, explorer.follow] == list(explorer.readings.children)
     explorer.show_tool("patching")
     assert explorer.tools.children[explorer.tools.selected_index] is explorer.patching
     with pytest.raises(ValueError, match="the tabs are generation"):

@@ -87,7 +87,9 @@ class AttentionView(PlotPanel):
         self._idle.set()
         self._error: BaseException | None = None
         # Text boxes parsed here: a number box in the browser turns "1.5" into 15 unasked.
-        box = dict(continuous_update=False, layout=ipywidgets.Layout(width="150px"))
+        box = dict(
+            continuous_update=False, layout=ipywidgets.Layout(width="120px"), style=dict(description_width="40px")
+        )
         self.layer_input = ipywidgets.Text(value=str(layer), description="layer", **box)
         self.head_input = ipywidgets.Text(value=str(head), description="head", **box)
         self.range_label = ipywidgets.Label("")
@@ -102,16 +104,31 @@ class AttentionView(PlotPanel):
             description="zoom out", disabled=True, tooltip="back to the whole pattern (click a pooled cell to zoom)"
         )
         self.zoom_out_button.on_click(lambda button: self.zoom_out())
+        for button in (self.zoom_out_button, self.ablate_mode, self.clear_ablation):
+            button.layout.width = "auto"  # as wide as its words: the row fits beside the tree
         #: The prompt as text, shaded by the selected token's weights (`attention_text`).
         self.text_view = ipywidgets.HTML("")
         super().__init__(
             [
-                ipywidgets.HBox([self.layer_input, self.head_input, self.zoom_out_button, self.range_label]),
-                ipywidgets.HBox([self.ablate_mode, self.clear_ablation, self.ablated_label]),
-                self.step_note,
-                self.text_view,
+                ipywidgets.Box(
+                    [
+                        self.layer_input,
+                        self.head_input,
+                        self.zoom_out_button,
+                        self.ablate_mode,
+                        self.clear_ablation,
+                        self.range_label,
+                        self.ablated_label,
+                    ],
+                    layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center"),
+                ),
+                ipywidgets.Box(
+                    [self.step_note, self.text_view],
+                    layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center", grid_gap="12px"),
+                ),
             ],
             ("figure", "grid"),
+            beside=True,
             **kwargs,
         )
         with self._hold():

@@ -22,7 +22,7 @@ from .tokens import show_token
 __all__ = ["HINT", "POOLED", "attention_text_html"]
 
 #: What the view says before a token is selected.
-HINT = "select a token (a chip in the tree, a row of the heatmap) to shade what it attends to"
+HINT = "select a token (a tree chip or a heatmap row) to shade what it attends to"
 #: What it says where the shown pattern is not every exact cell.
 POOLED = "the token view needs every exact cell of the pattern: prompts of up to {side} tokens, not zoomed"
 #: The shade, as the selection's colour (figures.HIGHLIGHT), with the weight as its alpha.

@@ -62,7 +62,7 @@ class Explorer(widgets.VBox):
         self._last_error: BaseException | None = None
         self._closed = False
         self.prompt_box = widgets.Text(
-            value=prompt, description="prompt", continuous_update=False, layout=widgets.Layout(width="70%")
+            value=prompt, description="prompt", continuous_update=False, layout=widgets.Layout(width="60%")
         )
         self.run_button = widgets.Button(description="run", tooltip="run the prompt (Enter)")
         self.status_line = widgets.Label(value="")
@@ -103,27 +103,32 @@ class Explorer(widgets.VBox):
         self.prompt_box.observe(lambda change: self.run(change["new"]), names="value")
         self.run_button.on_click(lambda button: self.run(self.prompt_box.value))
         self.attention.observe(lambda change: self.run(self.prompt_box.value), "ablated")
-        # The tree beside the attention view where the page is wide enough (it wraps under
-        # it where not); the lens under both, full width; the tools, which each ask on their
-        # own, in tabs (one at a time instead of a page several screens tall).
+        # One screen (1600 x 1000): the tree in a column on the left; beside it the attention
+        # view (heatmap and head grid side by side) above the lens. Where the page is
+        # narrower the column wraps under the tree. The tools, which each ask on their own,
+        # are tabs under both (one at a time instead of a page several screens tall).
         # The tree is an anywidget, whose page element keeps a class once set: it is dimmed
         # through a plain box around it.
-        self.tree_box = widgets.Box([self.tree], layout=widgets.Layout(flex="1 1 360px"))
-        self.attention.layout.flex = "0 1 auto"
+        self.tree.layout.width = "100%"  # of its column: long lines scroll inside the tree
+        self.tree_box = widgets.Box([self.tree], layout=widgets.Layout(flex="0 1 380px", min_width="300px"))
+        #: The attention view, the lens's follow control and the lens, in one column.
+        self.readings = widgets.VBox(
+            [self.attention, self.lens, self.follow], layout=widgets.Layout(flex="1 1 760px", min_width="0")
+        )
         self.views = widgets.Box(
-            [self.tree_box, self.attention],
+            [self.tree_box, self.readings],
             layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"),
         )
         self.tools = widgets.Tab(children=[panel for _, panel in self._tool_tabs()])
         self.tools.titles = tuple(title for title, _ in self._tool_tabs())
         super().__init__(
             [
-                widgets.HBox([self.prompt_box, self.run_button]),
-                self.status_line,
+                widgets.Box(
+                    [self.prompt_box, self.run_button, self.status_line],
+                    layout=widgets.Layout(flex_flow="row wrap", align_items="center", grid_gap="8px"),
+                ),
                 self.ablation_line,
                 self.views,
-                self.follow,
-                self.lens,
                 self.tools,
             ],
             **kwargs,

@@ -81,15 +81,21 @@ HOVER_TEXT_MAX_TOKENS = 256
 #: whatever the panel's, and a panel narrower than that cut the colour bar and the
 #: right-hand columns off.
 FIGURE_WIDTH = 700
-#: Sizes that keep the tree, the heatmap and the lens within a screen or two: the heatmap's
-#: height, the head grid's width and height per row of four heads, a lens row's height.
-ATTENTION_HEIGHT = 520
-GRID_WIDTH = 560
-GRID_ROW_PX = 130
-LENS_ROW_PX = 22
-#: The most token labels the heatmap draws a side: its plot area is about 380 px, and a
-#: label needs about 15 px (more overlap; every token is in the hover).
-ATTENTION_TICK_LABELS = 22
+#: Sizes that put the tree, the heatmap with its head grid, and the lens on one screen
+#: (1600 x 1000, JupyterLab): the heatmap's size, the head grid's width and height per row
+#: of four heads, a lens row's height.
+ATTENTION_WIDTH = 430
+ATTENTION_HEIGHT = 300
+GRID_WIDTH = 300
+GRID_ROW_PX = 70
+LENS_ROW_PX = 11
+#: The lens's layer labels' font size: small enough that a label (about 1.2x its size
+#: tall) fits a row without overlapping the next.
+LENS_TICK_FONT = 8
+#: The most token labels the heatmap draws a side, and their font: its plot area is about
+#: 200 px, and a label at 10 px needs about 14 (more overlap; every token is in the hover).
+ATTENTION_TICK_LABELS = 14
+ATTENTION_TICK_FONT = 10
 #: How hover writes a probability: three significant digits, so a small one shows its
 #: magnitude (0.000123, not 0.000); d3's format, trailing zeros trimmed.
 PROBABILITY_FORMAT = ".3~g"
@@ -235,6 +241,7 @@ def _drawn_axis(labels: Sequence[str], start: int, axis: str, title: str) -> dic
         labels,
         start,
         ATTENTION_TICK_LABELS,
+        tickfont=dict(size=ATTENTION_TICK_FONT),
         overlaying=axis,
         matches=axis,
         anchor=other,
@@ -278,16 +285,18 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
         zmin=0.0,
         zmax=top,
         colorscale=COLORSCALE,
-        colorbar=dict(title=dict(text=scale_note), thickness=12),
+        colorbar=dict(
+            title=dict(text=scale_note, side="right"), thickness=12
+        ),  # beside the bar: the plot keeps its width
         name=f"head {head}",
     )
     layout = dict(
         title=dict(text=title),
         uirevision=f"attention:{len(panel.tokens)}:{panel.block}:{panel.query_start}:{panel.key_start}",
         shapes=attention_selection(panel, selected_token),
-        width=FIGURE_WIDTH,
+        width=ATTENTION_WIDTH,
         height=ATTENTION_HEIGHT,
-        margin=dict(l=90, r=20, t=50, b=90),
+        margin=dict(l=80, r=10, t=30, b=70),
         hovermode="closest",
     )
     traces: list = []
@@ -302,9 +311,20 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
             ),
         )
         layout.update(
-            xaxis=_token_axis(x_labels, int(xs[0]), ATTENTION_TICK_LABELS, title=dict(text="key")),
+            xaxis=_token_axis(
+                x_labels,
+                int(xs[0]),
+                ATTENTION_TICK_LABELS,
+                title=dict(text="key"),
+                tickfont=dict(size=ATTENTION_TICK_FONT),
+            ),
             yaxis=_token_axis(
-                y_labels, int(ys[0]), ATTENTION_TICK_LABELS, title=dict(text="query"), autorange="reversed"
+                y_labels,
+                int(ys[0]),
+                ATTENTION_TICK_LABELS,
+                title=dict(text="query"),
+                autorange="reversed",
+                tickfont=dict(size=ATTENTION_TICK_FONT),
             ),
         )
         traces.append(go.Heatmap(**heatmap))
@@ -398,7 +418,7 @@ def head_grid_figure(
         title=dict(text=f"layers[{panel.layer}]: all heads (click one)"),
         width=GRID_WIDTH,
         height=GRID_ROW_PX * rows + 70,
-        margin=dict(l=20, r=20, t=60, b=10),
+        margin=dict(l=10, r=10, t=50, b=10),
         uirevision=f"grid:{len(panel.tokens)}",
     )
     if shown is not None and 0 <= shown < heads:
@@ -458,11 +478,11 @@ def lens_hover(panel: LensPanel, layer: int, position: int) -> list[tuple[str, f
     return [(texts[i], _float32_value(probs[i])) for i in range(len(texts))]
 
 
-#: The widest the lens is drawn: a notebook's output area is about 1,000 px, so it never
-#: scrolls sideways nor hides its colour bar; past that its cells narrow (`cell_chars`).
-#: (A width left to plotly's autosize is not applied by a FigureWidget already drawn at a
-#: fixed one: the figure stayed as it was.)
-LENS_FIXED_MAX = 960
+#: The widest the lens is drawn: the explorer's column beside the tree (about 770 px of
+#: a 1600 px page), so it never scrolls sideways nor hides its colour bar; past that its
+#: cells narrow (`cell_chars`). (A width left to plotly's autosize is not applied by a
+#: FigureWidget already drawn at a fixed one: the figure stayed as it was.)
+LENS_FIXED_MAX = 760
 
 
 def lens_width(count: int) -> int:
@@ -470,13 +490,13 @@ def lens_width(count: int) -> int:
     most `LENS_FIXED_MAX`."""
     if count > MAX_TICK_LABELS:
         return FIGURE_WIDTH
-    return min(LENS_FIXED_MAX, max(FIGURE_WIDTH, 90 + 20 + 80 + LENS_COLUMN_PX * count))  # margins, bar, columns
+    return min(LENS_FIXED_MAX, max(FIGURE_WIDTH, 80 + 10 + 90 + LENS_COLUMN_PX * count))  # margins, bar, columns
 
 
 def cell_chars(count: int) -> int:
     """How much of a lens cell's token is drawn: `CELL_TEXT_CHARS` while the columns are
     wide enough, fewer (at least 3) as they narrow; hover has the whole text."""
-    fits = (LENS_FIXED_MAX - 190) // max(1, count) // 7  # px per column / px per character
+    fits = (LENS_FIXED_MAX - 180) // max(1, count) // 7  # px per column / px per character
     return max(3, min(CELL_TEXT_CHARS, fits))
 
 
@@ -520,7 +540,7 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
         colorbar=dict(title=dict(text="top-1 p"), thickness=12),
         text=text,
         texttemplate="%{text}" if count <= MAX_TICK_LABELS else "",
-        textfont=dict(size=10),
+        textfont=dict(size=LENS_TICK_FONT + 1),
         customdata=customdata,
         hovertemplate="%{customdata[0]}, position %{x:d}: %{customdata[1]}" + lines + "<extra></extra>",
         name="logit lens",
@@ -560,6 +580,7 @@ def lens_layout(
             tickmode="array",
             tickvals=list(range(layers)),
             ticktext=list(layer_labels),
+            tickfont=dict(size=LENS_TICK_FONT),
             autorange="reversed",
             showgrid=False,
             zeroline=False,
@@ -567,7 +588,7 @@ def lens_layout(
         shapes=selection_shapes(start + count, selected, row=False, column=True, rows=layers),
         uirevision=f"{revision}:{start}:{count}:{layers}",
         width=lens_width(count),
-        height=max(300, LENS_ROW_PX * layers + 170),
-        margin=dict(l=90, r=20, t=50, b=90),
+        height=max(260, LENS_ROW_PX * layers + 110),
+        margin=dict(l=80, r=10, t=32, b=78),
         hovermode="closest",
     )

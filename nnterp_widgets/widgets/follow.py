@@ -48,12 +48,18 @@ class FollowControl(Asking, ipywidgets.VBox):
             description="follow",
             placeholder="one token, e.g. ' Paris'",
             continuous_update=False,
-            layout=ipywidgets.Layout(width="260px"),
+            layout=ipywidgets.Layout(width="200px"),
         )
         self.mode_picker = ipywidgets.ToggleButtons(
-            options=list(MODES), value="top-1", description="lens mode", tooltips=list(MODES.values())
+            options=list(MODES),
+            value="top-1",
+            tooltips=list(MODES.values()),
+            style=ipywidgets.ToggleButtonsStyle(button_width="70px"),
+            layout=ipywidgets.Layout(width="auto"),
         )
-        self.pick_toggle = ipywidgets.ToggleButton(value=False, description="pick by click", tooltip=PICK_HINT)
+        self.pick_toggle = ipywidgets.ToggleButton(
+            value=False, description="pick by click", tooltip=PICK_HINT, layout=ipywidgets.Layout(width="auto")
+        )
         self.message = ipywidgets.Label("")
         for view in (lens, generation):
             ipywidgets.dlink((self.pick_toggle, "value"), (view, "pick"))
@@ -62,7 +68,8 @@ class FollowControl(Asking, ipywidgets.VBox):
         self.target_box.observe(self._changed, "value")
         self.mode_picker.observe(self._changed, "value")
         super().__init__(
-            [ipywidgets.HBox([self.target_box, self.pick_toggle]), self.mode_picker, self.message], **kwargs
+            [_row([self.target_box, self.pick_toggle, ipywidgets.Label("lens mode"), self.mode_picker]), self.message],
+            **kwargs,
         )
 
     @property
@@ -163,3 +170,8 @@ class FollowControl(Asking, ipywidgets.VBox):
     def close(self) -> None:
         close_all(self.children)
         super().close()
+
+
+def _row(children: list) -> ipywidgets.Box:
+    """Controls on one line where the page is wide enough (they wrap where not)."""
+    return ipywidgets.Box(children, layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center"))

@@ -111,16 +111,30 @@ class PlotPanel(ipywidgets.VBox):
     #: "light" or "dark": the page's theme, which the figures follow.
     theme = traitlets.Unicode("light")
 
-    def __init__(self, controls: list, figures: tuple[str, ...], *, join: bool = True, **kwargs) -> None:
+    def __init__(
+        self, controls: list, figures: tuple[str, ...], *, join: bool = True, beside: bool = False, **kwargs
+    ) -> None:
         self._result: PromptResult | None = None
         self._holding = False
         self._figure_names = tuple(figures)
         self._join = join
+        #: ``beside``: the figures side by side where the page is wide enough (a wrapping row).
+        self._row = (
+            ipywidgets.Box(layout=ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")) if beside else None
+        )
         self._joined: list = []
         self._themed: dict[int, str] = {}
         self.message = ipywidgets.Label("")
         self.status_label = ipywidgets.Label("")
-        super().__init__(children=[*controls, self.message, self.status_label], **kwargs)
+        # One line for both (a panel's message and its request's status): an empty label
+        # still takes a line's height.
+        self._lines = ipywidgets.Box(
+            [self.message, self.status_label],
+            layout=ipywidgets.Layout(flex_flow="row wrap", grid_gap="12px", display="none"),
+        )
+        for label in (self.message, self.status_label):
+            label.observe(self._on_line, "value")
+        super().__init__(children=[*controls, self._lines], **kwargs)
         self.observe(self._on_selected, "selected_token")
         self.observe(self._on_status, "status")
         self.observe(lambda change: [self._apply_theme(w) for w in self._figures()], "theme")
@@ -149,6 +163,8 @@ class PlotPanel(ipywidgets.VBox):
         figures too, shown or not yet."""
         close_all(self.children)
         close_all(self._figures())
+        if self._row is not None:
+            self._row.close()
         super().close()
 
     def _show(self, widget: go.FigureWidget, fig: go.Figure) -> bool:
@@ -159,7 +175,12 @@ class PlotPanel(ipywidgets.VBox):
         if self._join and widget in figures and widget not in self._joined:
             self._joined.append(widget)
             joined = [figure for figure in figures if figure in self._joined]
-            self.children = (*[c for c in self.children if c not in figures], *joined)
+            if self._row is None:
+                self.children = (*[c for c in self.children if c not in figures], *joined)
+            else:
+                self._row.children = tuple(joined)
+                if self._row not in self.children:
+                    self.children = (*self.children, self._row)
         return replaced
 
     def _apply_theme(self, widget: go.FigureWidget, force: bool = False) -> None:
@@ -190,6 +211,11 @@ class PlotPanel(ipywidgets.VBox):
 
     def _on_selected(self, change) -> None:  # pragma: no cover - each panel draws its own
         pass
+
+    def _on_line(self, change) -> None:
+        """The message line takes room only while it says something."""
+        said = bool(self.message.value or self.status_label.value)
+        self._lines.layout.display = None if said else "none"
 
     def _on_status(self, change) -> None:
         self.status_label.value = Status(**change["new"]).text

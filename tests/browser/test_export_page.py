@@ -77,7 +77,7 @@ def test_tree_is_the_widgets(page):
 
 def test_figures_drawn_with_the_same_labels(page):
     ticks = page.eval_on_selector_all("#nnw-lens .xtick text", "els => els.map(e => e.textContent)")
-    assert ticks == [html.unescape(escape_token(t)) for t in TEXTS]
+    assert ticks == [f"{i} {html.unescape(escape_token(t))}" for i, t in enumerate(TEXTS)]  # position, token
     assert page.locator("#nnw-attention .main-svg").count() >= 1
 
 

@@ -118,8 +118,17 @@ LAYOUT_JS = """(root) => {
             y: boxes('.yaxislayer-above .ytick text, .yaxislayer-above .y2tick text'),
             bar: bar ? bar.getBoundingClientRect().right : null};
   });
+  // One screen: from the explorer's top to the lens's bottom, against the height the
+  // notebook shows under JupyterLab's bars (the explorer scrolled to the top of it).
+  const scroller = root.closest('.jp-WindowedPanel-outer') || root.closest('.jp-Notebook') || document.body;
+  const lens = [...root.querySelectorAll('.js-plotly-plot')].find(gd =>
+    (((gd._fullLayout || {}).title || {}).text || '').includes('logit lens'));
+  const tree = root.querySelector('.nnw-mt');
   return {overflow: area.scrollWidth - area.clientWidth, right: box.right, plots,
-          stale: [...root.querySelectorAll('.nnw-stale')].length};
+          stale: [...root.querySelectorAll('.nnw-stale')].length,
+          shown: window.innerHeight - scroller.getBoundingClientRect().top,
+          span: lens ? lens.getBoundingClientRect().bottom - root.getBoundingClientRect().top : null,
+          beside: tree && lens ? [tree.getBoundingClientRect().right, lens.getBoundingClientRect().left] : null};
 }"""
 
 
@@ -171,3 +180,8 @@ def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
         if plot["bar"] is not None:
             assert plot["bar"] <= layout["right"] + 1, plot["title"]  # the colour bar in view
     tour._shot(explorer, "explorer_300_tokens")
+    # The tree, the attention view and the lens on one screen: the tree in a column beside
+    # them, and the lens's bottom within the notebook's visible height.
+    tree_right, lens_left = layout["beside"]
+    assert tree_right <= lens_left + 1, layout["beside"]
+    assert layout["span"] <= layout["shown"], (layout["span"], layout["shown"])

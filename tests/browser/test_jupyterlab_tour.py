@@ -466,7 +466,7 @@ def test_heatmap_and_lens_show_the_prompt_tokens_as_text(tour):
     expected = [show_token(t) for t in tokens]  # the figures show tokens as the chips do
     assert plots["attention"]["xticks"] == expected
     assert plots["attention"]["yticks"] == expected
-    assert plots["lens"]["xticks"] == expected
+    assert plots["lens"]["xticks"] == [f"{i} {text}" for i, text in enumerate(expected)]  # position, token
     assert plots["lens"]["yticks"][0] == "layers[0]"
 
 
@@ -501,17 +501,20 @@ def test_prompt_box_change_updates_every_panel(tour):
     assert "".join(tokens) == NEW_PROMPT
     expected = [show_token(t) for t in tokens]
     assert explorer.evaluate(CHIPS_JS) == expected
+    indexed = [f"{i} {text}" for i, text in enumerate(expected)]  # the lens's: position, token
     p.wait_for_function(
-        """([root, ticks]) => [...root.querySelectorAll('.js-plotly-plot')].filter(gd =>
-              JSON.stringify([...gd.querySelectorAll('.xaxislayer-above .xtick text')].map(t => t.textContent))
-              === JSON.stringify(ticks)).length >= 2""",
-        arg=[explorer.element_handle(), expected],
+        """([root, ticks, indexed]) => {
+              const drawn = [...root.querySelectorAll('.js-plotly-plot')].map(gd => JSON.stringify(
+                [...gd.querySelectorAll('.xaxislayer-above .xtick text')].map(t => t.textContent)));
+              return drawn.includes(JSON.stringify(ticks)) && drawn.includes(JSON.stringify(indexed));
+            }""",
+        arg=[explorer.element_handle(), expected, indexed],
         timeout=STEP_MS,
         polling=250,
     )
     after = _plots(explorer)
     assert after["attention"]["xticks"] == after["attention"]["yticks"] == expected
-    assert after["lens"]["xticks"] == expected
+    assert after["lens"]["xticks"] == indexed
     assert after["attention"]["xticks"] != before["attention"]["xticks"]
     assert "heatmap" in after["attention"]["types"] and "heatmap" in after["lens"]["types"]
     _shot(explorer, "prompt_change")
@@ -719,7 +722,7 @@ def _lens_moves_to(p, explorer, start: int, stop: int) -> list[str]:
         "print(MARK + json.dumps([_w.start, _w.stop, [_w.tokens.texts[i] for i in _w.positions]]), end='')",
     )
     assert asked[:2] == [start, stop]
-    expected = [show_token(text) for text in asked[2]]
+    expected = [f"{start + i} {show_token(text)}" for i, text in enumerate(asked[2])]  # position, token
     p.wait_for_function(
         f"([root, ticks]) => JSON.stringify(({LENS_AXIS_JS})(root).ticks) === JSON.stringify(ticks)",
         arg=[explorer.element_handle(), expected],
