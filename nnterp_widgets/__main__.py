@@ -21,7 +21,7 @@ DEMO_PROMPT = "The Eiffel Tower is in the city of"
 def _demo(args: argparse.Namespace) -> int:
     import torch
 
-    from .session.engine_log import route_engine_logs
+    from .session.engine_log import route_engine_logs, stderr_into
 
     # vLLM's own lines to a file, as a session does (before vLLM is imported: it logs then
     # too): the demo prints what it shows.
@@ -38,9 +38,10 @@ def _demo(args: argparse.Namespace) -> int:
     else:
         path = str(trained(args.trained, progress=print))
     print(f"opening StandardizedVLLM on {path}" + (f" (vLLM's log: {log})" if log else ""), flush=True)
-    model = StandardizedVLLM(
-        path, dtype="float32", gpu_memory_utilization=0.3, max_model_len=512, in_process=in_process_default()
-    )
+    with stderr_into(log):  # vLLM's warnings from C++, Python's warnings and its progress bars
+        model = StandardizedVLLM(
+            path, dtype="float32", gpu_memory_utilization=0.3, max_model_len=512, in_process=in_process_default()
+        )
     try:
         print("\nsupport():")
         for name, reason in model.support().items():

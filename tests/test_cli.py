@@ -26,3 +26,37 @@ def test_default_is_lab_with_options_passed_through(launched):
 def test_demo_refuses_unknown_options():
     with pytest.raises(SystemExit):
         cli.main(["demo", "--no-such-option"])
+
+
+def test_stderr_into_sends_descriptor_2_to_the_file_then_gives_it_back(tmp_path, capfd):
+    import os
+
+    from nnterp_widgets.session.engine_log import stderr_into
+
+    log = tmp_path / "engine.log"
+    with stderr_into(log):
+        os.write(2, b"from C++ or a progress bar\n")
+    os.write(2, b"after\n")
+    assert log.read_text() == "from C++ or a progress bar\n"
+    assert capfd.readouterr().err == "after\n"
+
+
+def test_the_demo_prints_only_its_own_lines():
+    """A real engine (the tiny qwen2 checkpoint) in a fresh process: what reaches the
+    terminal is the demo's own report; vLLM's lines are in its log."""
+    import re
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "nnterp_widgets", "demo", "--checkpoint", "qwen2", "--prompt", "The Eiffel Tower is"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = (done.stdout + done.stderr).splitlines()
+    own = re.compile(r"^(opening StandardizedVLLM on |support\(\):|  \w|\s+'|logit lens of |L\d|$)")
+    assert [line for line in lines if not own.match(line)] == []
+    log = re.search(r"vLLM's log: (\S+)\)", lines[0]).group(1)
+    assert "INFO" in open(log, encoding="utf-8").read()  # vLLM said its piece, there

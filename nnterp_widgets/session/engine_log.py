@@ -12,9 +12,12 @@ engine fails (`failure_note`). A caller who configured vLLM's logging keeps thei
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import sys
 from pathlib import Path
+from typing import Iterator
 
 from ..checkpoints.cache import cache_root
 
@@ -70,3 +73,26 @@ def failure_note(path: Path | None, lines: int = TAIL_LINES) -> str:
         return ""
     tail = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
     return f"\nvLLM's log: {path}\n" + "\n".join(tail)
+
+
+@contextlib.contextmanager
+def stderr_into(path: Path | None) -> Iterator[None]:
+    """The process's standard error (file descriptor 2, so C++ warnings, Python warnings
+    and progress bars alike) appended to ``path`` for the duration: for a command-line
+    program whose terminal should show only what it prints. Not for a kernel, whose
+    standard error the notebook does not show. ``None``: left as it is."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
