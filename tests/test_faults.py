@@ -86,6 +86,10 @@ def test_killed_engine_is_reported_reopened_and_serves_the_next_request(session)
     assert any(
         status.state is State.BUSY and "died" in status.message and "reopening" in status.message for status in states
     )
+    # The cause in the same message: the signal, and what it usually means.
+    assert any("killed by SIGKILL (the system's out-of-memory killer" in status.message for status in states), [
+        status.message for status in states
+    ]
     assert states[-1] == READY
     # And it keeps serving afterwards.
     assert session.prompt("The Colosseum is in", key="fault").result(120).tokens.texts[0] == "The"

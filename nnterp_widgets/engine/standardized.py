@@ -188,6 +188,12 @@ class StandardizedVLLM(VLLM):
         return [proc.pid for proc in self._engine_processes() or []]
 
     @property
+    def exit_codes(self) -> list[int | None]:
+        """Exit codes of vLLM's engine core(s) (``None`` while one runs; ``-9``: killed
+        by signal 9); empty for an in-process engine."""
+        return [proc.exitcode for proc in self._engine_processes() or []]
+
+    @property
     def alive(self) -> bool:
         """Whether the engine's core process is still there to serve a request."""
         if self.__dict__.get("vllm_entrypoint") is None:

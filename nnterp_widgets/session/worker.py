@@ -9,6 +9,7 @@ reported and reopened before the next request.
 
 from __future__ import annotations
 
+import signal
 import threading
 import traceback
 from collections import OrderedDict
@@ -34,6 +35,29 @@ class EngineDied(RuntimeError):
 
 
 Listener = Callable[[Status], None]
+
+#: What a killing signal usually means, said beside its name.
+SIGNAL_HINTS = {
+    signal.SIGKILL: "the system's out-of-memory killer sends it when memory runs out",
+    signal.SIGSEGV: "a crash in native code",
+}
+
+
+def death_cause(engine: Any) -> str:
+    """Why the engine's process ended, from its exit code, in words: ``"killed by SIGKILL
+    (the system's out-of-memory killer ...)"``, ``"exited with code 1"``."""
+    for code in getattr(engine, "exit_codes", None) or []:
+        if code is None or code == 0:
+            continue
+        if code < 0:
+            try:
+                which = signal.Signals(-code)
+            except ValueError:
+                return f"killed by signal {-code}"
+            hint = SIGNAL_HINTS.get(which)
+            return f"killed by {which.name}" + (f" ({hint})" if hint else "")
+        return f"exited with code {code}"
+    return "its exit is unknown"
 
 
 class EngineWorker:
@@ -144,7 +168,7 @@ class EngineWorker:
     def _serve(self, key: str, fn: Callable, future: Future) -> None:
         if self.engine is None or not getattr(self.engine, "alive", True):
             try:
-                self._reopen("the engine's process had died")
+                self._reopen(f"the engine's process had died: {death_cause(self.engine)}")
             except BaseException as error:  # noqa: BLE001 - the next request tries again
                 self._on_status(Status(State.ERROR, f"the engine could not be reopened: {error}"))
                 future.set_exception(error)
@@ -154,14 +178,15 @@ class EngineWorker:
             result = fn(self.engine)
         except BaseException as error:  # noqa: BLE001 - delivered to the one who asked
             if not getattr(self.engine, "alive", True):
+                cause = death_cause(self.engine)
                 future.set_exception(
                     EngineDied(
-                        f"the engine's process died while serving {key!r} ({type(error).__name__}); "
+                        f"the engine's process died while serving {key!r}: {cause}; "
                         "it is being reopened, and the next request will be served"
                     )
                 )
                 try:
-                    self._reopen("the engine's process died")
+                    self._reopen(f"the engine's process died: {cause}")
                 except BaseException as reopen_error:  # noqa: BLE001
                     self._on_status(Status(State.ERROR, f"the engine could not be reopened: {reopen_error}"))
                 return
