@@ -53,33 +53,72 @@ Listener = Callable[[Status], None]
 MEMORY_ADVICE = ", or open the session where more memory is free"
 
 
+#: Seconds between redraws of the start bar's elapsed time.
+TICK_S = 0.5
+
+
 class _StartProgress:
-    """A progress bar for engine start (tqdm: a widget in a notebook, text elsewhere)."""
+    """A progress bar for engine start (tqdm: a widget in a notebook, text elsewhere).
+
+    The engine starts on the worker thread, but a notebook's bar is a widget, which only
+    the kernel's thread touches: where an asyncio loop runs (a kernel), every change and
+    the once-a-second redraw of the elapsed time are handed to that loop. Where none runs
+    (a script), the text bar is drawn from the thread that changes it, and a ticker thread
+    redraws the elapsed time.
+    """
 
     def __init__(self, what: str) -> None:
+        import asyncio
+
         from tqdm.auto import tqdm
 
+        try:
+            self._loop: "asyncio.AbstractEventLoop | None" = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
         self._bar = tqdm(total=2, desc=f"opening {what}", bar_format="{desc}: {n}/{total} [{elapsed}]")
         self._done = threading.Event()
-        self._ticker = threading.Thread(target=self._tick, daemon=True)
-        self._ticker.start()
+        if self._loop is not None:
+            self._loop.call_later(TICK_S, self._tick_on_loop)
+        else:
+            threading.Thread(target=self._tick_in_thread, daemon=True).start()
 
-    def _tick(self) -> None:
-        while not self._done.wait(0.5):
+    def _here(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the kernel's thread (or at once where no loop runs)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            fn()
+        else:
+            loop.call_soon_threadsafe(fn)
+
+    def _tick_on_loop(self) -> None:
+        if not self._done.is_set():
+            self._bar.refresh()
+            self._loop.call_later(TICK_S, self._tick_on_loop)
+
+    def _tick_in_thread(self) -> None:
+        while not self._done.wait(TICK_S):
             self._bar.refresh()
 
     def note(self, message: str) -> None:
-        self._bar.set_description_str(message, refresh=False)
+        self._here(lambda: self._bar.set_description_str(message, refresh=True))
 
     def step(self, message: str) -> None:
-        self._bar.set_description_str(message, refresh=False)
-        self._bar.update(1)
+        def step() -> None:
+            self._bar.set_description_str(message, refresh=False)
+            self._bar.update(1)
+
+        self._here(step)
 
     def close(self, message: str) -> None:
-        self._bar.set_description_str(message, refresh=False)
-        self._bar.n = self._bar.total
         self._done.set()
-        self._bar.close()
+
+        def close() -> None:
+            self._bar.set_description_str(message, refresh=False)
+            self._bar.n = self._bar.total
+            self._bar.close()
+
+        self._here(close)
 
 
 class Session:
