@@ -26,6 +26,7 @@ STEER_TOKENS = 16
 def batched_forward(prompts: list[list[int]], answer: int, chunk: int):
     def run(model):
         rows = []
+        root = model.root_only()  # as occlusion reads the logits: without shipping the tree
         for start in range(0, len(prompts), chunk):
             part = prompts[start : start + chunk]
             with model.trace(temperature=0.0, max_tokens=1) as tracer:
@@ -34,7 +35,7 @@ def batched_forward(prompts: list[list[int]], answer: int, chunk: int):
                 for index in range(len(part)):
                     ids = part[index]
                     with tracer.invoke(ids):
-                        logits = model.logits[0, -1].float()
+                        logits = root.logits[0, -1].float()
                         got[index] = (float(logits[answer]), float(logits.softmax(-1)[answer]))
             rows.extend(got)
         return rows

@@ -22,7 +22,6 @@ message line says why.
 from __future__ import annotations
 
 import re
-import threading
 from functools import partial
 
 import ipywidgets
@@ -32,7 +31,7 @@ import traitlets
 from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
 from .attention_text import attention_text_html
 from .figures import attention_figure, attention_selection, head_grid_figure
-from .lifecycle import KernelThread, Landing
+from .lifecycle import Asking
 from .plot_panel import FigureSlot, PlotPanel, clicked
 from ..session import Session
 
@@ -50,7 +49,7 @@ WHOLE = re.compile(r"-?\d+")
 NOT_WHOLE = "{name} {text!r}: type a whole number"
 
 
-class AttentionView(PlotPanel):
+class AttentionView(Asking, PlotPanel):
     """A layer / head picker, the chosen head's heatmap and a grid of all heads.
 
     ``session``: where a layer switch asks for the layer's pattern and a zoom for a
@@ -62,6 +61,7 @@ class AttentionView(PlotPanel):
     head = traitlets.Int(0)
     ablated = traitlets.Tuple()
 
+    _clears_stale = False  # a main view: the explorer undims it with the prompt's answer
     figure = FigureSlot()  # the shown head's pattern
     grid = FigureSlot()  # every head of the layer
 
@@ -81,11 +81,7 @@ class AttentionView(PlotPanel):
         self._notes: list = []
         self.session = session
         self.key = key
-        self._kernel = KernelThread()  # answers are shown from the kernel's thread
-        self._landing = Landing(self._kernel)
-        self._idle = threading.Event()
-        self._idle.set()
-        self._error: BaseException | None = None
+        self._init_asking()  # answers are shown from the kernel's thread
         # Text boxes parsed here: a number box in the browser turns "1.5" into 15 unasked.
         box = dict(
             continuous_update=False, layout=ipywidgets.Layout(width="120px"), style=dict(description_width="40px")
@@ -168,15 +164,11 @@ class AttentionView(PlotPanel):
             self.message.value = "a zoom needs a session to ask the engine for exact cells"
             return
         origin = (int(query_start), int(key_start))
-        self._idle.clear()
-        self._error = None
         self.set_status("busy", f"asking for layers[{layer}] queries {origin[0]}.., keys {origin[1]}..")
-        try:
-            future = self.session.attention(result.prompt, layer, self.key, ablate=result.ablate, window=origin)
-        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
-            self._failed(error)
-            return
-        self._landing.ask(future, lambda: self._zoom_landed(result, layer, future))
+        self._ask(
+            lambda: self.session.attention(result.prompt, layer, self.key, ablate=result.ablate, window=origin),
+            lambda window: self._zoom_landed(result, layer, window),
+        )
 
     def zoom_out(self) -> None:
         """Back to the layer's whole pattern (no request)."""
@@ -185,15 +177,10 @@ class AttentionView(PlotPanel):
         self._zoomed = None
         self._render()
 
-    def _zoom_landed(self, result: PromptResult, layer: int, future) -> None:
-        if result is not self._result or layer != self.layer or self._panel is None or future.cancelled():
+    def _zoom_landed(self, result: PromptResult, layer: int, window: AttentionPanel) -> None:
+        if result is not self._result or layer != self.layer or self._panel is None:
             return  # a newer prompt or layer is on its way
-        error = future.exception()
-        if error is not None:
-            if type(error).__name__ != "Superseded":
-                self._failed(error)
-            return
-        self._zoomed = future.result()
+        self._zoomed = window
         self._render()
         self.set_status("idle", "")
         self._idle.set()
@@ -217,12 +204,7 @@ class AttentionView(PlotPanel):
 
     def wait(self, timeout: float | None = 300) -> AttentionPanel | None:
         """Block until the asked-for layer is on screen (in a notebook cell too)."""
-        if not self._idle.is_set():
-            self._landing.wait(timeout, "pattern")
-        if not self._idle.wait(timeout):
-            raise TimeoutError(f"no pattern from the engine within {timeout} s")
-        if self._error is not None:
-            raise self._error
+        self._wait_shown(timeout, "pattern")
         return self._panel
 
     def update(self, result: PromptResult) -> None:
@@ -304,37 +286,21 @@ class AttentionView(PlotPanel):
         result = self._result
         self._notes = list(notes or [])  # shown with the panel, when it lands
         if result.attention is not None and result.attention.layer == layer:
-            self._land(result, layer, result.attention)
+            self._show_panel(result, layer, result.attention)
             return
-        self._idle.clear()
-        self._error = None
         self.set_status("busy", f"asking for layers[{layer}]")
-        try:
-            future = self.session.attention(result.prompt, layer, self.key, ablate=result.ablate)
-        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
-            self._failed(error)
-            return
-        self._landing.ask(future, lambda: self._landed(result, layer, future))
+        self._ask(
+            lambda: self.session.attention(result.prompt, layer, self.key, ablate=result.ablate),
+            lambda panel: self._layer_landed(result, layer, panel),
+        )
 
-    def _landed(self, result: PromptResult, layer: int, future) -> None:
+    def _layer_landed(self, result: PromptResult, layer: int, panel: AttentionPanel) -> None:
         if result is not self._result or layer != self.layer:
             return  # a newer prompt or layer is on its way
-        if future.cancelled():
-            return
-        error = future.exception()
-        if error is not None:
-            if type(error).__name__ != "Superseded":
-                self._failed(error)
-            return
-        self._land(result, layer, future.result())
+        self._show_panel(result, layer, panel)
         self.set_status("idle", "")
 
-    def _failed(self, error: BaseException) -> None:
-        self._error = error
-        self.set_status("error", f"{type(error).__name__}: {error}")
-        self._idle.set()
-
-    def _land(self, result: PromptResult, layer: int, panel: AttentionPanel) -> None:
+    def _show_panel(self, result: PromptResult, layer: int, panel: AttentionPanel) -> None:
         notes, self._notes = self._notes, []
         self._panel, self._zoomed = panel, None
         if not 0 <= self.head < panel.num_heads:

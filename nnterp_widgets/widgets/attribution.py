@@ -68,17 +68,14 @@ class AttributionPanel(Asking, PlotPanel):
         """Ask for the attribution of the prompt toward the boxes' answer and foil: one request."""
         self.set_status("busy", "attributing")
         answer, foil = self.answer_box.value, self.foil_box.value or None
-        self._ask(lambda: self.session.attribute(self._prompt(), answer, foil, key=self.key))
+        self._ask(lambda: self.session.attribute(self._prompt(), answer, foil, key=self.key), self._landed)
 
     def wait(self, timeout: float | None = 300) -> Attribution | None:
         """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
         self._wait_shown(timeout, "attribution")
         return self.attribution
 
-    def _land(self, asked: int, future) -> None:
-        attribution = self._take(asked, future)
-        if attribution is None:
-            return
+    def _landed(self, attribution: Attribution) -> None:
         self.attribution = attribution
         self._render()
         (top, effect), *_ = attribution.top_heads(1) or [((None, None), 0.0)]

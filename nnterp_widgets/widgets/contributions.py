@@ -70,17 +70,14 @@ class ContributionPanel(Asking, PlotPanel):
     def run(self) -> None:
         """Ask for the prompt's contribution shares: one request."""
         self.set_status("busy", "computing every block's shares")
-        self._ask(lambda: self.session.contributions(self._prompt(), key=self.key))
+        self._ask(lambda: self.session.contributions(self._prompt(), key=self.key), self._landed)
 
     def wait(self, timeout: float | None = 300) -> Contributions | None:
         """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
         self._wait_shown(timeout, "contribution graph")
         return self.contributions
 
-    def _land(self, asked: int, future) -> None:
-        contributions = self._take(asked, future)
-        if contributions is None:
-            return
+    def _landed(self, contributions: Contributions) -> None:
         self.contributions = contributions
         self._render()
         self._idle.set()

@@ -107,8 +107,7 @@ class FollowControl(Asking, ipywidgets.VBox):
     def refresh(self) -> None:
         """Draw both lenses in the current mode: one ``follow`` request for the prompt (none
         in top-1 mode), and the generation asked again if it follows another target."""
-        self._asked += 1
-        asked = self._asked
+        self._asked += 1  # an answer still on its way is of an older choice: dropped
         mode, target = self.mode, self.target
         self._error = None
         if mode == "top-1":
@@ -121,25 +120,14 @@ class FollowControl(Asking, ipywidgets.VBox):
             self.message.value = NEEDS_A_TARGET
             self._show(None, "top-1")
             return
-        self._idle.clear()
         self.message.value = f"… following {target!r}" if mode in TARGET_MODES else f"… the lens's {mode}"
         wanted = target if mode in TARGET_MODES else None
-        try:
-            future = self.session.follow(self._prompt(), wanted, key=self.key)
-        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
-            self._failed(error)
-            return
-        self._future = (asked, future)
-        self._pending = (mode, wanted)
-        future.add_done_callback(lambda done: self._kernel.call(self._landed, asked, mode, wanted, done))
+        self._ask(
+            lambda: self.session.follow(self._prompt(), wanted, key=self.key),
+            lambda modes: self._followed(mode, wanted, modes),
+        )
 
-    def _land(self, asked: int, future) -> None:
-        self._landed(asked, *self._pending, future)
-
-    def _landed(self, asked: int, mode: str, wanted: Any, future) -> None:
-        modes = self._take(asked, future)
-        if modes is None:
-            return
+    def _followed(self, mode: str, wanted: Any, modes: LensModes) -> None:
         self.modes = modes
         self._show(modes, mode)
         followed = f"following {modes.target.text!r} (id {modes.target.id}) · " if modes.target is not None else ""

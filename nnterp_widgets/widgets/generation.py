@@ -117,19 +117,12 @@ class GenerationView(Asking, ipywidgets.VBox):
 
     def generate(self, max_tokens: Any) -> None:
         """Ask for ``max_tokens`` tokens after the prompt (following ``target``); shown when it lands."""
-        self._asked += 1
-        asked = self._asked
-        self._idle.clear()
-        self._error = None
         self.asked_target = self.target
         self.message.value = f"… generating {max_tokens} tokens"
-        try:
-            future = self.session.generate(self._prompt(), max_tokens=max_tokens, target=self.target, key=self.key)
-        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
-            self._failed(error)
-            return
-        self._future = (asked, future)
-        future.add_done_callback(lambda done: self._kernel.call(self._landed, asked, done))
+        self._ask(
+            lambda: self.session.generate(self._prompt(), max_tokens=max_tokens, target=self.target, key=self.key),
+            self._generated,
+        )
 
     def branch(self, token: Any) -> None:
         """Ask for the shown generation with ``token`` (an id or one token's text) written at
@@ -178,13 +171,7 @@ class GenerationView(Asking, ipywidgets.VBox):
         self._wait_shown(timeout, "generation")
         return self.result
 
-    def _land(self, asked: int, future) -> None:
-        self._landed(asked, future)
-
-    def _landed(self, asked: int, future) -> None:
-        result = self._take(asked, future)
-        if result is None:
-            return
+    def _generated(self, result: GenerationResult) -> None:
         self.result = result
         last = len(result.steps) - 1
         with self.step_slider.hold_trait_notifications():

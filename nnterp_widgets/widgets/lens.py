@@ -18,7 +18,6 @@ cell's layer, position, token id and text) instead of selecting the position.
 
 from __future__ import annotations
 
-import threading
 
 import traitlets
 
@@ -26,7 +25,7 @@ from ..session.generation import LensModes
 from ..session.panels import LensPanel, PromptResult
 from .figures import lens_figure, selection_shapes
 from .generation_figures import lens_mode_figure
-from .lifecycle import KernelThread, Landing
+from .lifecycle import Asking
 from .plot_panel import FigureSlot, PlotPanel, clicked
 from .position_window import PositionWindow
 from ..session import Session
@@ -34,7 +33,7 @@ from ..session import Session
 __all__ = ["LogitLens"]
 
 
-class LogitLens(PlotPanel):
+class LogitLens(Asking, PlotPanel):
     """The logit lens of the current prompt, with a position window, a message line and a
     status line. ``session``: where a moved window is asked for (anything with
     ``lens(text, start, stop, key, ablate=...) -> Future``, a `Session`)."""
@@ -44,6 +43,7 @@ class LogitLens(PlotPanel):
     #: The last picked cell: ``{"layer", "position", "id", "text"}``.
     picked = traitlets.Dict()
 
+    _clears_stale = False  # a main view: the explorer undims it with the prompt's answer
     figure = FigureSlot()
 
     def __init__(
@@ -55,11 +55,7 @@ class LogitLens(PlotPanel):
         self._modes: LensModes | None = None  # shown instead of the window when set
         self._mode = "top-1"
         self._window_display = "none"  # the window's controls: shown for a long prompt
-        self._kernel = KernelThread()  # answers are shown from the kernel's thread
-        self._landing = Landing(self._kernel)
-        self._idle = threading.Event()
-        self._idle.set()
-        self._error: BaseException | None = None
+        self._init_asking()  # answers are shown from the kernel's thread
         self._moving = False
         self.window = PositionWindow(label="lens positions")
         self.controls = self.window
@@ -109,12 +105,7 @@ class LogitLens(PlotPanel):
 
     def wait(self, timeout: float | None = 300) -> LensPanel | None:
         """Block until the asked-for window is on screen (in a notebook cell too)."""
-        if not self._idle.is_set():
-            self._landing.wait(timeout, "lens")
-        if not self._idle.wait(timeout):
-            raise TimeoutError(f"no lens from the engine within {timeout} s")
-        if self._error is not None:
-            raise self._error
+        self._wait_shown(timeout, "lens")
         return self._panel
 
     def shift(self, direction: int) -> None:
@@ -167,32 +158,18 @@ class LogitLens(PlotPanel):
             self.message.value = "moving the lens window needs a session to ask the engine"
             return
         result = self._result
-        self._idle.clear()
-        self._error = None
         self.set_status("busy", f"asking for positions {start}..{stop - 1}")
-        try:
-            future = self.session.lens(result.prompt, start, stop, self.key, ablate=result.ablate)
-        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
-            self._failed(error)
-            return
-        self._landing.ask(future, lambda: self._landed(result, (start, stop), future))
+        self._ask(
+            lambda: self.session.lens(result.prompt, start, stop, self.key, ablate=result.ablate),
+            lambda lens: self._window_landed(result, (start, stop), lens),
+        )
 
-    def _landed(self, result: PromptResult, window: tuple, future) -> None:
-        if result is not self._result or tuple(self.window.value) != window or future.cancelled():
+    def _window_landed(self, result: PromptResult, window: tuple, lens: LensPanel) -> None:
+        if result is not self._result or tuple(self.window.value) != window:
             return  # a newer prompt or window is on its way
-        error = future.exception()
-        if error is not None:
-            if type(error).__name__ != "Superseded":
-                self._failed(error)
-            return
-        self._show_lens(future.result())
+        self._show_lens(lens)
         self.message.value = ""
         self.set_status("idle", "")
-
-    def _failed(self, error: BaseException) -> None:
-        self._error = error
-        self.set_status("error", f"{type(error).__name__}: {error}")
-        self._idle.set()
 
     # ------------------------------------------------------------------ events
 

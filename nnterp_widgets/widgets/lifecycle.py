@@ -15,7 +15,9 @@ import concurrent.futures
 import threading
 from typing import Any, Callable
 
-__all__ = ["Asking", "KernelThread", "Landing", "close_all"]
+from ..session import Superseded
+
+__all__ = ["Asking", "KernelThread", "close_all"]
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -43,39 +45,6 @@ class KernelThread:
             self.loop.call_soon_threadsafe(fn, *args)
 
 
-class Landing:
-    """The newest request of a view that shows its answer from the kernel's loop, so that
-    ``wait`` can show it itself when called in a cell: the cell blocks the loop the
-    answer is waiting for. ``ask(future, show)`` hands ``show()`` to the loop when the
-    future is done; ``wait(timeout)``, on the kernel's thread, waits for the future and
-    calls ``show()`` at once. ``show`` runs once either way."""
-
-    def __init__(self, kernel: KernelThread) -> None:
-        self._kernel = kernel
-        self._pending: tuple | None = None
-
-    def ask(self, future: concurrent.futures.Future, show: Callable[[], None]) -> None:
-        shown = threading.Event()
-
-        def once() -> None:
-            if not shown.is_set():
-                shown.set()
-                show()
-
-        self._pending = (future, once)
-        future.add_done_callback(lambda done: self._kernel.call(once))
-
-    def wait(self, timeout: float | None, what: str) -> None:
-        """On the kernel's thread, show the newest answer here (waiting for it)."""
-        pending = self._pending
-        if pending is None or not self._kernel.here():
-            return
-        future, once = pending
-        if not concurrent.futures.wait([future], timeout).done:
-            raise TimeoutError(f"no {what} from the engine within {timeout} s")
-        once()
-
-
 def close_all(widgets) -> None:
     """Close each widget and, first, every widget it holds (a box does not close its children)."""
     for widget in widgets:
@@ -93,8 +62,8 @@ class Asking:
     """A view that asks the session and shows the newest answer (a mixin; call
     ``_init_asking()`` in ``__init__``). Each request gets a number (``_asked``); an
     answer is shown only if it is the newest's, and once (by the kernel's loop, or by
-    ``wait`` in a cell). The view defines ``_land(asked, future)`` (show it) and
-    ``_failed(error)``."""
+    ``wait`` in a cell). A request names how its answer is shown, ``_ask(make, show)``;
+    ``_failed(error)`` shows an error."""
 
     def _init_asking(self) -> None:
         self._kernel = KernelThread()
@@ -102,13 +71,14 @@ class Asking:
         self._idle.set()
         self._error: BaseException | None = None
         self._asked = 0
-        self._future: tuple | None = None  # (asked, future) of the newest request
-        self._shown = 0  # the newest request shown
+        self._future: tuple | None = None  # (asked, future, show) of the newest request
+        self._landed_asked = 0  # the newest request shown
 
-    def _ask(self, make: Callable[[], concurrent.futures.Future]) -> None:
+    def _ask(self, make: Callable[[], concurrent.futures.Future], show: Callable[[Any], None]) -> None:
         """Ask the session as the newest request: ``make()`` sends it and returns its
-        future; the answer is shown by ``_land`` on the kernel's thread, an error raised
-        by ``make`` (bad input, a busy session) by ``_failed`` at once."""
+        future; on the kernel's thread its answer goes to ``show(answer)`` if it is still
+        the newest (`_take`), its error to ``_failed``; an error raised by ``make`` (bad
+        input, a busy session) goes to ``_failed`` at once."""
         self._asked += 1
         asked = self._asked
         self._idle.clear()
@@ -118,8 +88,13 @@ class Asking:
         except Exception as error:  # noqa: BLE001 - shown in the widget, not raised into the comm
             self._failed(error)
             return
-        self._future = (asked, future)
-        future.add_done_callback(lambda done: self._kernel.call(self._land, asked, done))
+        self._future = (asked, future, show)
+        future.add_done_callback(lambda done: self._kernel.call(self._deliver, asked, done, show))
+
+    def _deliver(self, asked: int, future, show: Callable[[Any], None]) -> None:
+        answer = self._take(asked, future)
+        if answer is not None:
+            show(answer)
 
     def _wait_shown(self, timeout: float | None, what: str) -> None:
         """Block until the newest request is shown; re-raise its error. In a cell on the
@@ -127,10 +102,10 @@ class Asking:
         cell, so the answer is waited for and shown here."""
         pending = self._future
         if pending is not None and not self._idle.is_set() and self._kernel.here():
-            asked, future = pending
+            asked, future, show = pending
             if not concurrent.futures.wait([future], timeout).done:
                 raise TimeoutError(f"no {what} from the engine within {timeout} s")
-            self._land(asked, future)
+            self._deliver(asked, future, show)
         if not self._idle.wait(timeout):
             raise TimeoutError(f"no {what} from the engine within {timeout} s")
         if self._error is not None:
@@ -143,19 +118,24 @@ class Asking:
         self.set_status("error", f"{type(error).__name__}: {error}")
         self._idle.set()
 
+    #: Whether an answer clears the view's stale marking (a tool's; the explorer clears
+    #: its main views' itself, when the new prompt's answer lands).
+    _clears_stale = True
+
     def _take(self, asked: int, future):
         """The answer to show for request ``asked``, or ``None``: a newer request is on its
         way, this one is shown already, or it failed (shown by ``_failed``; a superseded
         one says nothing)."""
-        if asked != self._asked or asked == self._shown or future.cancelled():
+        if asked != self._asked or asked == self._landed_asked or future.cancelled():
             return None
-        self._shown = asked
+        self._landed_asked = asked
         error = future.exception()
         if error is not None:
-            if type(error).__name__ != "Superseded":
+            if not isinstance(error, Superseded):
                 self._failed(error)
             return None
-        self._fresh()
+        if self._clears_stale:
+            self._fresh()
         return future.result()
 
     #: The prompt of the answer shown, or None: each view says where it keeps it.

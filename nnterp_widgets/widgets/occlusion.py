@@ -58,17 +58,14 @@ class OcclusionPanel(Asking, PlotPanel):
         """Ask for the occlusion of the prompt toward the answer: one batched request per 64 positions."""
         self.set_status("busy", f"occluding each token ({self.mode_picker.value})")
         answer, mode = self.answer_box.value, self.mode_picker.value
-        self._ask(lambda: self.session.occlude(self._prompt(), answer, mode, key=self.key))
+        self._ask(lambda: self.session.occlude(self._prompt(), answer, mode, key=self.key), self._landed)
 
     def wait(self, timeout: float | None = 300) -> Occlusion | None:
         """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
         self._wait_shown(timeout, "occlusion")
         return self.occlusion
 
-    def _land(self, asked: int, future) -> None:
-        occlusion = self._take(asked, future)
-        if occlusion is None:
-            return
+    def _landed(self, occlusion: Occlusion) -> None:
         self.occlusion = occlusion
         self._render()
         needed = ", ".join(f"{text!r} {delta:+.2f}" for _, text, delta in occlusion.most_needed(3))

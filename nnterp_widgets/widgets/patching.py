@@ -29,7 +29,7 @@ from .lifecycle import KernelThread
 from .figures import selection_shapes
 from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
 from .plot_panel import FigureSlot, PlotPanel, clicked
-from ..session import Session
+from ..session import Session, Superseded
 
 __all__ = ["DEFAULT_PAIR", "PatchPanel"]
 
@@ -147,7 +147,7 @@ class PatchPanel(PlotPanel):
             return
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:
-            if type(errors[0]).__name__ != "Superseded":
+            if not isinstance(errors[0], Superseded):
                 self._failed(errors[0])  # the sweep's own error first: it checks what compare does
             return
         self._sweep = result = futures[0].result()

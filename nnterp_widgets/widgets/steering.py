@@ -94,7 +94,7 @@ class SteerPanel(Asking, ipywidgets.VBox):
         """Ask for the vector (when its prompts or layer changed), then both continuations."""
         self.output.value = ""  # no stale continuations under a new request
         self.message.value = "… steering"
-        self._ask(self._steered)
+        self._ask(self._steered, self._landed)
 
     def _steered(self) -> Future:
         """The vector (asked again only when its prompts or layer changed), then both
@@ -130,10 +130,7 @@ class SteerPanel(Asking, ipywidgets.VBox):
         self._wait_shown(timeout, "steered generation")
         return self.result
 
-    def _land(self, asked: int, future) -> None:
-        result = self._take(asked, future)
-        if result is None:
-            return
+    def _landed(self, result) -> None:
         self.result = result
         self.output.value = continuations_html(result)
         where = "never" if result.divergence is None else f"from step {result.divergence}"
