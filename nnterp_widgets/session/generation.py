@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .panels import LensPanel, Tokens
-from .probe import LENS_K, ProbeError, check_prompt
+from .probe import LENS_K, ProbeError, check_prompt, token_text, tokens_of
 
 #: Tokens a generation writes unless told otherwise.
 GENERATE_TOKENS = 8
@@ -425,31 +425,15 @@ def follow(model, prompt: str, target: Any, k: int = 1) -> LensModes:
             lens_stats(model.project_on_vocab(layer.layer_output)[0], k, target_id) for layer in model.layers
         ]
     ids = [int(i) for i in out["input_ids"].tolist()]
-    return _modes(model, _tokens(model, ids), tuple(range(len(ids))), out["lens"], followed)
+    return _modes(model, tokens_of(model, ids), tuple(range(len(ids))), out["lens"], followed)
 
 
 # -- building the data (client side) ----------------------------------------------------
 
 
-def _texts(tokenizer):
-    cache: dict[int, str] = {}
-
-    def text(i: int) -> str:
-        if i not in cache:
-            cache[i] = tokenizer.decode([i])
-        return cache[i]
-
-    return text
-
-
-def _tokens(model, ids: list[int]) -> Tokens:
-    text = _texts(model.tokenizer)
-    return Tokens(tuple(ids), tuple(text(i) for i in ids))
-
-
 def _modes(model, columns: Tokens, positions: tuple, lens: list, followed: Target | None) -> LensModes:
     """`LensModes` from per-layer `lens_stats` whose leading axis is the columns."""
-    text = _texts(model.tokenizer)
+    text = token_text(model.tokenizer)
     top_ids = np.stack([layer["top_ids"][..., 0].numpy() for layer in lens])
     return LensModes(
         columns=columns,
@@ -470,7 +454,7 @@ def generation_result(
     """A `GenerationResult` from the steps' `step_reads` (client side)."""
     if not isinstance(prompt, str):
         prompt = model.tokenizer.decode(list(prompt))
-    text = _texts(model.tokenizer)
+    text = token_text(model.tokenizer)
     prompt_ids = [int(i) for i in found[0]["input_ids"].tolist()]
     written = [int(step["token"][0]) for step in found]
     start = len(prompt_ids)
@@ -497,7 +481,7 @@ def generation_result(
         {name: torch.stack([step["lens"][layer][name] for step in found]) for name in found[0]["lens"][layer]}
         for layer in range(len(found[0]["lens"]))
     ]
-    tokens = _tokens(model, prompt_ids + written)
+    tokens = tokens_of(model, prompt_ids + written)
     modes = _modes(
         model, Tokens(tokens.ids[start:], tokens.texts[start:]), tuple(s.position for s in steps), per_layer, followed
     )

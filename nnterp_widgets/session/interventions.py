@@ -52,11 +52,11 @@ from .ablation import (
     check_heads,
     check_site,
 )
-from .panels import LensPanel, Tokens
-from .probe import check_prompt
+from .panels import LensPanel
+from .probe import check_prompt, token_text, tokens_of
 
 #: One trace's sampling: the prefill and one sampled token, greedy.
-GREEDY = dict(temperature=0.0, max_tokens=1)
+ONE_GREEDY_STEP = dict(temperature=0.0, max_tokens=1)
 #: Cells per patching request. Measured on the tiny checkpoint (CPU, 2 cores): an invoke
 #: costs about 26 ms alone, 7 ms each at 16 per trace, 6 ms at 64, 7 ms at 256; and
 #: each invoke ships its own copy of its locals, so chunks stay modest.
@@ -110,11 +110,6 @@ def check_pair(model, first: str, second: str, answer, foil):
     return first_ids, second_ids, answer_token, foil_token
 
 
-def _tokens(model, ids) -> Tokens:
-    ids = tuple(int(i) for i in ids)
-    return Tokens(ids, tuple(model.tokenizer.decode([i]) for i in ids))
-
-
 # -- inside a trace (run in the engine's worker) -------------------------------------
 
 
@@ -145,7 +140,7 @@ def ablation(model, text: str, heads, k: int = 5) -> AblationDelta:
     """One request, two invokes (clean, ablated): the ablated run against the clean one."""
     check_prompt(model, text)
     chosen = check_heads(model, heads)
-    with model.trace(**GREEDY) as tracer:
+    with model.trace(**ONE_GREEDY_STEP) as tracer:
         out = dict().save()
         with tracer.invoke(text):
             out["clean"] = model.next_token_probs[0]
@@ -158,7 +153,7 @@ def ablation(model, text: str, heads, k: int = 5) -> AblationDelta:
 def _read_clean(model, clean: str, corrupted: str, site: str, pair: list[int]):
     """Request 1: the clean run's value at ``site`` in every layer; both end points."""
     layers = model.num_layers
-    with model.trace(**GREEDY) as tracer:
+    with model.trace(**ONE_GREEDY_STEP) as tracer:
         first = dict().save()
         with tracer.invoke(clean):
             values = []
@@ -178,7 +173,7 @@ def _sweep(model, corrupted: str, site: str, pair: list[int], cells: list, slice
     invoke and nothing larger is in scope.
     """
     root = model.root_only()  # each invoke ships one block's envoys, not the whole tree
-    with model.trace(**GREEDY) as tracer:
+    with model.trace(**ONE_GREEDY_STEP) as tracer:
         rows = [None] * len(cells)
         rows.save()
         for index, (layer, column) in enumerate(cells):
@@ -232,8 +227,8 @@ def patch(
         patched[start : start + len(part)] = [_metric(row) for row in rows]
     return PatchResult(
         site=site,
-        clean=_tokens(model, clean_ids),
-        corrupted=_tokens(model, corrupted_ids),
+        clean=tokens_of(model, clean_ids),
+        corrupted=tokens_of(model, corrupted_ids),
         answer=answer_id,
         foil=foil_id,
         answer_text=answer_text,
@@ -264,12 +259,12 @@ def _lens_reads(model, pair: list[int], k: int, out: dict) -> None:
 
 
 def _lens_panel(model, ids, found: dict) -> LensPanel:
-    decode = model.tokenizer.decode
+    text = token_text(model.tokenizer)
     top_ids = torch.stack(found["ids"]).cpu().numpy().astype(np.int64)
-    texts = tuple(tuple(tuple(decode([int(i)]) for i in cell) for cell in row) for row in top_ids)
+    texts = tuple(tuple(tuple(text(i) for i in cell) for cell in row) for row in top_ids)
     probs, model_ids = found["model"]
     return LensPanel(
-        _tokens(model, ids),
+        tokens_of(model, ids),
         top_ids,
         torch.stack(found["probs"]).cpu().numpy().astype(np.float32),
         texts,
@@ -284,7 +279,7 @@ def compare(model, first: str, second: str, answer, foil, k: int = LENS_K) -> Pa
         model, first, second, answer, foil
     )
     pair = [answer_id, foil_id]
-    with model.trace(**GREEDY) as tracer:
+    with model.trace(**ONE_GREEDY_STEP) as tracer:
         out = dict().save()
         with tracer.invoke(first):
             mine = {"probs": [], "ids": [], "diff": []}
@@ -308,7 +303,7 @@ def compare(model, first: str, second: str, answer, foil, k: int = LENS_K) -> Pa
 
 
 __all__ = [
-    "GREEDY",
+    "ONE_GREEDY_STEP",
     "PATCH_INVOKES",
     "InterventionError",
     "ablate_heads",

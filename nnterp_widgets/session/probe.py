@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -447,16 +447,27 @@ def _numpy(tensor: Any, dtype) -> np.ndarray:
 _TEXTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def tokens_of(model, input_ids: Any) -> Tokens:
-    ids = tuple(int(i) for i in _numpy(input_ids, np.int64))
-    tokenizer = model.tokenizer
+def token_text(tokenizer) -> Callable[[int], str]:
+    """``text(id)``: one token's text, each decoded once per tokenizer (`_TEXTS`)."""
     try:
         known = _TEXTS.setdefault(tokenizer, {})
-    except TypeError:  # a tokenizer that cannot be weakly referenced: decode each time
+    except TypeError:  # a tokenizer that cannot be weakly referenced: decoded per call
         known = {}
-    for i in set(ids) - known.keys():
-        known[i] = tokenizer.decode([i])
-    return Tokens(ids, tuple(known[i] for i in ids))
+
+    def text(i: int) -> str:
+        i = int(i)
+        if i not in known:
+            known[i] = tokenizer.decode([i])
+        return known[i]
+
+    return text
+
+
+def tokens_of(model, input_ids: Any) -> Tokens:
+    """The `Tokens` of ``input_ids`` (a tensor, an array or a list of ids)."""
+    ids = tuple(int(i) for i in _numpy(input_ids, np.int64))
+    text = token_text(model.tokenizer)
+    return Tokens(ids, tuple(text(i) for i in ids))
 
 
 def _attention(
@@ -469,16 +480,9 @@ def _attention(
 
 
 def _lens(model, tokens: Tokens, rows: list, model_top: tuple, start: int) -> LensPanel:
-    tokenizer = model.tokenizer
+    text = token_text(model.tokenizer)
     probs = np.stack([_numpy(p, np.float32) for p, _ in rows])
     top_ids = np.stack([_numpy(i, np.int64) for _, i in rows])
-    decode: dict[int, str] = {}
-
-    def text(i: int) -> str:
-        if i not in decode:
-            decode[i] = tokenizer.decode([i])
-        return decode[i]
-
     top_texts = tuple(tuple(tuple(text(int(i)) for i in cell) for cell in row) for row in top_ids)
     model_probs, model_ids = model_top
     return LensPanel(

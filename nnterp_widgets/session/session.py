@@ -505,9 +505,8 @@ class Session:
         """``text``'s tokens as the engine will see them: the tokenizer only, no engine
         request (works once `described`; blocks until then)."""
         self.described.result()
-        tokenizer = self._engine().tokenizer
-        ids = tokenizer(text)["input_ids"]
-        return Tokens(tuple(int(i) for i in ids), tuple(tokenizer.decode([int(i)]) for i in ids))
+        engine = self._engine()
+        return probe.tokens_of(engine, engine.tokenizer(text)["input_ids"])
 
     @property
     def engine_requests(self) -> int:
