@@ -40,7 +40,7 @@ def main() -> None:
     import torch
 
     from nnterp_widgets.session import Session
-    from nnterp_widgets.session.probe import pattern_block, pattern_payload
+    from nnterp_widgets.session.prompt_requests import pattern_block, pattern_payload
 
     session = Session.open(bench_checkpoint(args.checkpoint), progress=False, max_model_len=args.tokens + 64).wait()
     text = prompt_of(session.tokenizer(), args.tokens)

@@ -60,7 +60,7 @@ def pattern_arithmetic(tokens: int, heads: int, kv_heads: int, head_dim: int, si
     import torch
 
     from nnterp_widgets.components.vllm.attention import recompute_scores
-    from nnterp_widgets.session.probe import THUMBNAIL_SIDE, pattern_block, pattern_payload
+    from nnterp_widgets.session.prompt_requests import THUMBNAIL_SIDE, pattern_block, pattern_payload
 
     torch.manual_seed(0)
     query = torch.randn(tokens, heads, head_dim, device=device(), dtype=torch.bfloat16)
@@ -189,7 +189,7 @@ def main() -> None:
 
     from nnterp_widgets.session import Session
     from nnterp_widgets.session.interventions import PATCH_INVOKES, _read_clean, _sweep
-    from nnterp_widgets.session.probe import PATTERN_SIDE
+    from nnterp_widgets.session.prompt_requests import PATTERN_SIDE
 
     path = bench_checkpoint(args.checkpoint)
     from transformers import AutoConfig
@@ -232,7 +232,7 @@ def main() -> None:
     prompt_ms = median(lambda: session.prompt(text, key=f"p{time.perf_counter()}").result())
     lines += [f"raw forward {raw_ms:.0f} ms, prompt request {prompt_ms:.0f} ms (medians of {args.repeat})", ""]
     flush()
-    from nnterp_widgets.session.probe import run_prompt
+    from nnterp_widgets.session.prompt_requests import run_prompt
 
     lines += session.request(
         "profile", lambda engine: profiled(lambda: run_prompt(engine, text), "prompt request")

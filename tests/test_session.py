@@ -17,7 +17,7 @@ from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.session import ProbeError, ResultTooLarge, Superseded
 from nnterp_widgets.session.panels import QUANT, THUMBNAIL_SIDE, mean_pool
-from nnterp_widgets.session.probe import MAX_RESULT_BYTES, pattern_bytes, pattern_payload
+from nnterp_widgets.session.prompt_requests import MAX_RESULT_BYTES, pattern_bytes, pattern_payload
 from reference import hf_model, reference_attention, reference_values
 from traces import trace_values
 

@@ -10,7 +10,7 @@ from .heads import HeadRoles
 from .intervention_results import AblationDelta, PairLens, PatchResult
 from .interventions import InterventionError
 from .panels import AttentionPanel, LensPanel, PromptResult, Tokens, ValueSummary
-from .probe import ProbeError, ResultTooLarge
+from .prompt_requests import ProbeError, ResultTooLarge
 from .session import Session
 from .status import IDLE, State, Status
 from .worker import Busy, EngineDied, Superseded

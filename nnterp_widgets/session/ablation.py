@@ -1,6 +1,6 @@
 """Which heads to ablate, checked, and their ablation inside a trace.
 
-Shared by the prompt request (`probe`, which ablates block by block between its reads)
+Shared by the prompt request (`prompt_requests`, which ablates block by block between its reads)
 and the interventions (`interventions`), so neither imports the other for it::
 
     heads = check_heads(model, [(3, 1), (5, 0)])     # before the trace: clear errors

@@ -29,7 +29,7 @@ import torch
 from ..engine import module_of
 from .interventions import InterventionError, one_token
 from .panels import Tokens
-from .probe import check_prompt, tokens_of
+from .prompt_requests import check_prompt, tokens_of
 
 #: Why a family's heads cannot be split here: their contribution is a norm's output.
 POST_NORM = (

@@ -34,7 +34,7 @@ import torch
 from ..engine import module_of
 from .attribution import heads_reason, out_projection, per_head
 from .panels import Tokens
-from .probe import check_prompt, tokens_of
+from .prompt_requests import check_prompt, tokens_of
 
 #: The smallest attention share returned (the graph view's lowest threshold).
 FLOOR = 0.01

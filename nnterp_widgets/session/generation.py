@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .panels import LensPanel, Tokens
-from .probe import LENS_K, ProbeError, check_prompt, token_text, tokens_of
+from .prompt_requests import LENS_K, ProbeError, check_prompt, token_text, tokens_of
 
 #: Tokens a generation writes unless told otherwise.
 GENERATE_TOKENS = 8

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .panels import Tokens
-from .probe import ProbeError, check_prompt, pattern_layers, tokens_of
+from .prompt_requests import ProbeError, check_prompt, pattern_layers, tokens_of
 
 #: A head's roles, each the mean of one kind of weight over the prompt's queries.
 #: ``previous``: on the token just before the query (queries from position 2, so that

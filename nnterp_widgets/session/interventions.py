@@ -53,7 +53,7 @@ from .ablation import (
     check_site,
 )
 from .panels import LensPanel
-from .probe import check_prompt, token_text, tokens_of
+from .prompt_requests import check_prompt, token_text, tokens_of
 
 #: One trace's sampling: the prefill and one sampled token, greedy.
 ONE_GREEDY_STEP = dict(temperature=0.0, max_tokens=1)

@@ -14,7 +14,7 @@ engine in the kernel's process, the kernel with it)::
 from __future__ import annotations
 
 
-from .probe import ProbeError
+from .prompt_requests import ProbeError
 
 #: Copies of one layer's ``[heads, tokens, tokens]`` float32 pattern alive at once while
 #: it is recomputed (the scores, their softmax, the pooled or quantised copy).

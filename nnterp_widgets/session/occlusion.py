@@ -22,7 +22,7 @@ import numpy as np
 
 from .interventions import InterventionError, one_token
 from .panels import Tokens
-from .probe import check_prompt, tokens_of
+from .prompt_requests import check_prompt, tokens_of
 
 #: The text whose token replaces an occluded one: a single space carries no content.
 NEUTRAL = " "

@@ -29,7 +29,7 @@ from .panels import Tokens
 from .steering import steer, steering_vector
 from .heads import head_roles
 from .interventions import ablation, compare, patch
-from . import probe
+from . import prompt_requests
 from .status import STARTING, State, Status
 from .tree import build_tree
 from .worker import EngineWorker
@@ -170,13 +170,13 @@ class Session:
         #: Seconds from `open` to `described` (the tree and the tokenizer, no engine yet).
         self.described_seconds: float | None = None
         #: The most one request may return; lower it to see the refusal (tests do).
-        self.max_result_bytes = probe.MAX_RESULT_BYTES
+        self.max_result_bytes = prompt_requests.MAX_RESULT_BYTES
         #: Bytes a request may plan to use on the engine's machine; None: its free memory
         #: now. Lower it to see the refusal (tests do).
         self.memory_limit: int | None = None
         #: The most cells a side a shipped pattern has (longer prompts are max-pooled to it,
         #: a zoom window is at most this wide); lower it to see pooling on a short prompt.
-        self.pattern_side = probe.PATTERN_SIDE
+        self.pattern_side = prompt_requests.PATTERN_SIDE
         self._cache: OrderedDict = OrderedDict()
         self._cache_lock = threading.Lock()
         #: Resolves once the module tree and the tokenizer exist, seconds into the start and
@@ -293,7 +293,9 @@ class Session:
 
         def run(engine):
             self._fits(engine, text, patterns=1)
-            return probe.run_prompt(engine, text, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side)
+            return prompt_requests.run_prompt(
+                engine, text, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side
+            )
 
         future = self.request(key, run)
 
@@ -326,7 +328,9 @@ class Session:
             f"{key}:attention",
             lambda engine: (
                 self._fits(engine, text, patterns=1)
-                or probe.run_attention(engine, text, layer, window=origin, ablate=heads, max_bytes=limit, side=side)
+                or prompt_requests.run_attention(
+                    engine, text, layer, window=origin, ablate=heads, max_bytes=limit, side=side
+                )
             ),
         )
 
@@ -337,7 +341,7 @@ class Session:
         return self._cached(
             ("lens", text, heads, int(start), int(stop)),
             f"{key}:lens",
-            lambda engine: probe.run_lens(engine, text, start, stop, ablate=heads, max_bytes=limit),
+            lambda engine: prompt_requests.run_lens(engine, text, start, stop, ablate=heads, max_bytes=limit),
         )
 
     def value(self, text: str, value_id: str, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
@@ -347,7 +351,7 @@ class Session:
         return self._cached(
             ("value", text, heads, value_id),
             f"{key}:value",
-            lambda engine: probe.run_value(engine, text, value_id, ablate=heads, max_bytes=limit),
+            lambda engine: prompt_requests.run_value(engine, text, value_id, ablate=heads, max_bytes=limit),
         )
 
     def _cached(self, entry: tuple, key: str, fn: Callable[[Any], Any]) -> Future:
@@ -506,7 +510,7 @@ class Session:
         request (works once `described`; blocks until then)."""
         self.described.result()
         engine = self._engine()
-        return probe.tokens_of(engine, engine.tokenizer(text)["input_ids"])
+        return prompt_requests.tokens_of(engine, engine.tokenizer(text)["input_ids"])
 
     @property
     def engine_requests(self) -> int:
