@@ -48,11 +48,18 @@ def test_the_demo_prints_only_its_own_lines():
     import subprocess
     import sys
 
+    import os
+
+    # As from a fresh terminal: no vLLM logging settings (a session earlier in this
+    # process routed vLLM's logs, and a child would inherit that as the caller's choice).
+    env = {key: value for key, value in os.environ.items() if not key.startswith("VLLM_LOGGING")}
+    env.pop("VLLM_CONFIGURE_LOGGING", None)
     done = subprocess.run(
         [sys.executable, "-m", "nnterp_widgets", "demo", "--checkpoint", "qwen2", "--prompt", "The Eiffel Tower is"],
         capture_output=True,
         text=True,
         timeout=600,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = (done.stdout + done.stderr).splitlines()
