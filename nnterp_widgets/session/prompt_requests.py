@@ -181,17 +181,9 @@ def _ablate(model, heads: tuple, layer: int) -> None:
 
 
 def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Softmax then top-k over the last axis, left on the engine's device (`to_host`)."""
+    """Softmax then top-k over the last axis, on the CPU."""
     top = torch.softmax(logits.float(), dim=-1).topk(k, dim=-1)
-    return top.values, top.indices
-
-
-def to_host(tops: list) -> list:
-    """`top_k` results to the CPU in two copies: a copy per layer would make the host wait
-    for the device at every layer (measured on an H200: the forward stalls)."""
-    values = torch.stack([value for value, _ in tops]).cpu()
-    indices = torch.stack([index for _, index in tops]).cpu()
-    return list(zip(values, indices, strict=True))
+    return top.values.cpu(), top.indices.cpu()
 
 
 def pattern_payload(
@@ -312,17 +304,14 @@ def run_prompt(
                     out["pattern"] = pattern_payload(layer_block.self_attn.attention_probabilities, block)
                 _ablate(model, heads, index)
                 out["lens"].append(top_k(model.project_on_vocab(layer_block.layer_output[0, start:stop]), k))
-            out["model_top"] = to_host([top_k(model.logits[0, -1], k)])[0]
-            out["lens"] = to_host(out["lens"])
+            out["model_top"] = top_k(model.logits[0, -1], k)
             if heads:
                 out["ablated"] = model.next_token_probs[0].float().cpu()
         if heads:
             with tracer.invoke(ids):  # the clean run: one more invoke, not one more request
                 out["clean"] = model.next_token_probs[0].float().cpu()
     ablation = ablation_delta(out["clean"], out["ablated"], heads) if heads else None
-    tokens = tokens_of(model, out["input_ids"])
-    if len(tokens) != count:
-        raise ProbeError(f"the engine tokenised the prompt into {len(tokens)} tokens, the kernel into {count}")
+    tokens = tokens_of(model, out["input_ids"])  # the ids the check made: the engine was given them
     lens = _lens(model, tokens, out["lens"], out["model_top"], start)
     attention = _attention(tokens, shown, num_layers, out["pattern"], block) if shown is not None else None
     shapes = {value.id: value.shape for value in model.describe(count)}
@@ -390,8 +379,7 @@ def run_lens(
         for index in range(num_layers):
             _ablate(model, heads, index)
             out["lens"].append(top_k(model.project_on_vocab(model.layers[index].layer_output[0, start:stop]), k))
-        out["model_top"] = to_host([top_k(model.logits[0, -1], k)])[0]
-        out["lens"] = to_host(out["lens"])
+        out["model_top"] = top_k(model.logits[0, -1], k)
     return _lens(model, tokens_of(model, out["input_ids"]), out["lens"], out["model_top"], start)
 
 

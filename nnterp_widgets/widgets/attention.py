@@ -32,7 +32,7 @@ from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
 from .attention_text import attention_text_html
 from .figures import attention_figure, attention_selection, head_grid_figure
 from .lifecycle import Asking
-from .plot_panel import FigureSlot, PlotPanel, clicked
+from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from ..session import Session
 
 __all__ = ["AttentionView", "PREFILL_PATTERN", "DECODE_STEP_PATTERN"]
@@ -106,7 +106,7 @@ class AttentionView(Asking, PlotPanel):
         self.text_view = ipywidgets.HTML("")
         super().__init__(
             [
-                ipywidgets.Box(
+                row(
                     [
                         self.layer_input,
                         self.head_input,
@@ -116,12 +116,8 @@ class AttentionView(Asking, PlotPanel):
                         self.range_label,
                         self.ablated_label,
                     ],
-                    layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center"),
                 ),
-                ipywidgets.Box(
-                    [self.step_note, self.text_view],
-                    layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center", grid_gap="12px"),
-                ),
+                row([self.step_note, self.text_view], grid_gap="12px"),
             ],
             ("figure", "grid"),
             beside=True,

@@ -29,6 +29,7 @@ from .follow import FollowControl
 from .generation import GenerationView
 from .lens import LogitLens
 from .lifecycle import STALE, KernelThread, close_all
+from .plot_panel import row
 from .patching import PatchPanel
 from .tree import ModuleTree
 
@@ -115,18 +116,12 @@ class Explorer(widgets.VBox):
         self.readings = widgets.VBox(
             [self.attention, self.lens, self.follow], layout=widgets.Layout(flex="1 1 760px", min_width="0")
         )
-        self.views = widgets.Box(
-            [self.tree_box, self.readings],
-            layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start", grid_gap="12px"),
-        )
+        self.views = row([self.tree_box, self.readings], align="flex-start", grid_gap="12px")
         self.tools = widgets.Tab(children=[panel for _, panel in self._tool_tabs()])
         self.tools.titles = tuple(title for title, _ in self._tool_tabs())
         super().__init__(
             [
-                widgets.Box(
-                    [self.prompt_box, self.run_button, self.status_line],
-                    layout=widgets.Layout(flex_flow="row wrap", align_items="center", grid_gap="8px"),
-                ),
+                row([self.prompt_box, self.run_button, self.status_line], grid_gap="8px"),
                 self.ablation_line,
                 self.views,
                 self.tools,

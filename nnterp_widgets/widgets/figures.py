@@ -89,9 +89,10 @@ ATTENTION_HEIGHT = 300
 GRID_WIDTH = 300
 GRID_ROW_PX = 70
 LENS_ROW_PX = 11
-#: The lens's layer labels' font size: small enough that a label (about 1.2x its size
-#: tall) fits a row without overlapping the next.
+#: The lens's layer labels' and cells' font sizes: small enough that a label (about 1.2x
+#: its size tall) fits a row without overlapping the next.
 LENS_TICK_FONT = 8
+LENS_CELL_FONT = 9
 #: The most token labels the heatmap draws a side, and their font: its plot area is about
 #: 200 px, and a label at 10 px needs about 14 (more overlap; every token is in the hover).
 ATTENTION_TICK_LABELS = 14
@@ -99,7 +100,7 @@ ATTENTION_TICK_FONT = 10
 #: How hover writes a probability: three significant digits, so a small one shows its
 #: magnitude (0.000123, not 0.000); d3's format, trailing zeros trimmed.
 PROBABILITY_FORMAT = ".3~g"
-#: A lens column is this wide while its cell labels are drawn (``CELL_TEXT_CHARS`` at 10 px).
+#: A lens column is this wide while its cell labels are drawn (``CELL_TEXT_CHARS`` at 10 px a character, at most).
 LENS_COLUMN_PX = 46
 
 
@@ -285,9 +286,8 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
         zmin=0.0,
         zmax=top,
         colorscale=COLORSCALE,
-        colorbar=dict(
-            title=dict(text=scale_note, side="right"), thickness=12
-        ),  # beside the bar: the plot keeps its width
+        # The scale's title beside the bar, not above it: the plot keeps its width.
+        colorbar=dict(title=dict(text=scale_note, side="right"), thickness=12),
         name=f"head {head}",
     )
     layout = dict(
@@ -540,7 +540,7 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
         colorbar=dict(title=dict(text="top-1 p"), thickness=12),
         text=text,
         texttemplate="%{text}" if count <= MAX_TICK_LABELS else "",
-        textfont=dict(size=LENS_TICK_FONT + 1),
+        textfont=dict(size=LENS_CELL_FONT),
         customdata=customdata,
         hovertemplate="%{customdata[0]}, position %{x:d}: %{customdata[1]}" + lines + "<extra></extra>",
         name="logit lens",

@@ -18,6 +18,7 @@ import ipywidgets
 
 from ..session.generation import MODES, TARGET_MODES, LensModes
 from .lifecycle import Asking, close_all
+from .plot_panel import row
 from ..session import Session
 
 __all__ = ["FollowControl", "NEEDS_A_TARGET", "PICK_HINT"]
@@ -68,7 +69,7 @@ class FollowControl(Asking, ipywidgets.VBox):
         self.target_box.observe(self._changed, "value")
         self.mode_picker.observe(self._changed, "value")
         super().__init__(
-            [_row([self.target_box, self.pick_toggle, ipywidgets.Label("lens mode"), self.mode_picker]), self.message],
+            [row([self.target_box, self.pick_toggle, ipywidgets.Label("lens mode"), self.mode_picker]), self.message],
             **kwargs,
         )
 
@@ -158,8 +159,3 @@ class FollowControl(Asking, ipywidgets.VBox):
     def close(self) -> None:
         close_all(self.children)
         super().close()
-
-
-def _row(children: list) -> ipywidgets.Box:
-    """Controls on one line where the page is wide enough (they wrap where not)."""
-    return ipywidgets.Box(children, layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center"))

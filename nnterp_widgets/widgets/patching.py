@@ -28,7 +28,7 @@ from ..session.intervention_results import SITES, PairLens, PatchResult
 from .lifecycle import KernelThread
 from .figures import selection_shapes
 from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
-from .plot_panel import FigureSlot, PlotPanel, clicked
+from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from ..session import Session, Superseded
 
 __all__ = ["DEFAULT_PAIR", "PatchPanel"]
@@ -95,8 +95,7 @@ class PatchPanel(PlotPanel):
         head = self.children
         # The maps join the page when the first sweep lands: no bare axes before it, and
         # no plotly view built inside a hidden box, where its layout depends on timing.
-        beside = ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")
-        self.maps = ipywidgets.Box([], layout=beside)
+        self.maps = row(align="flex-start")
         self.children = (*head, self.maps)
         self.run_button.on_click(lambda button: self.run())
         self.observe(self._on_head, "selected_head")

@@ -47,6 +47,12 @@ class FigureSlot:
         return holder.__dict__.get(self.name)
 
 
+def row(children=(), align: str = "center", **layout) -> ipywidgets.Box:
+    """Widgets on one line where the page is wide enough, wrapping where not (``layout``:
+    more of the box's `ipywidgets.Layout`, e.g. ``grid_gap``)."""
+    return ipywidgets.Box(list(children), layout=ipywidgets.Layout(flex_flow="row wrap", align_items=align, **layout))
+
+
 def show_figure(widget: go.FigureWidget, fig: go.Figure) -> bool:
     """Make ``widget`` show ``fig``; returns True when its traces had to be replaced.
 
@@ -119,19 +125,14 @@ class PlotPanel(ipywidgets.VBox):
         self._figure_names = tuple(figures)
         self._join = join
         #: ``beside``: the figures side by side where the page is wide enough (a wrapping row).
-        self._row = (
-            ipywidgets.Box(layout=ipywidgets.Layout(flex_flow="row wrap", align_items="flex-start")) if beside else None
-        )
+        self._row = row(align="flex-start") if beside else None
         self._joined: list = []
         self._themed: dict[int, str] = {}
         self.message = ipywidgets.Label("")
         self.status_label = ipywidgets.Label("")
         # One line for both (a panel's message and its request's status): an empty label
         # still takes a line's height.
-        self._lines = ipywidgets.Box(
-            [self.message, self.status_label],
-            layout=ipywidgets.Layout(flex_flow="row wrap", grid_gap="12px", display="none"),
-        )
+        self._lines = row([self.message, self.status_label], grid_gap="12px", display="none")
         for label in (self.message, self.status_label):
             label.observe(self._on_line, "value")
         super().__init__(children=[*controls, self._lines], **kwargs)
@@ -151,8 +152,8 @@ class PlotPanel(ipywidgets.VBox):
 
     def _figures(self) -> list[go.FigureWidget]:
         """The figures made so far, in page order."""
-        slots = [type(self).__dict__.get(name) or getattr(type(self), name) for name in self._figure_names]
-        return [figure for figure in (slot.made(self) for slot in slots) if figure is not None]
+        made = (getattr(type(self), name).made(self) for name in self._figure_names)
+        return [figure for figure in made if figure is not None]
 
     def set_status(self, state: State | str, message: str = "") -> None:
         """Show a `Status`: ``"busy"`` (a request is running), ``"error"`` or ``"idle"``."""
