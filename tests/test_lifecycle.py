@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
+import ipywidgets
 import pytest
+import traitlets
 
 from nnterp_widgets import AttentionView, LogitLens
 from nnterp_widgets.session import IDLE, State, Status
-from nnterp_widgets.widgets.lifecycle import KernelThread
+from nnterp_widgets.session.worker import EngineWorker
+from nnterp_widgets.widgets.lifecycle import KernelThread, OneAtATime
 
 
 def test_answers_from_another_thread_run_on_the_loops_thread():
@@ -42,6 +46,62 @@ def test_without_a_loop_answers_run_at_once():
     worker.start()
     worker.join()
     assert ran == [worker.ident]
+
+
+class _Engine:
+    """What the worker needs of an engine: its queue is what is tested, not vLLM."""
+
+    def close(self) -> None:
+        pass
+
+
+class _Counter(OneAtATime, ipywidgets.Widget):
+    value = traitlets.Int(0)
+
+
+def test_without_a_loop_an_answer_waits_for_the_scripts_change_to_end():
+    """A script's trait change and an answer from the engine's thread do not interleave
+    (two threads updating one plotly figure at once broke its batch update)."""
+    widget, here, order = _Counter(), KernelThread(), []
+    entered = threading.Event()
+
+    def changed(change):
+        order.append("change starts")
+        entered.set()
+        time.sleep(0.3)  # an answer arriving now must wait
+        order.append("change ends")
+
+    widget.observe(changed, "value")
+    worker = threading.Thread(target=lambda: (entered.wait(30), here.call(order.append, "answer")))
+    worker.start()
+    widget.value = 1
+    worker.join(30)
+    assert order == ["change starts", "change ends", "answer"]
+
+
+def test_a_superseded_requests_callbacks_run_outside_the_workers_lock():
+    """A callback may ask again (a view's answer starts the next request): run under the
+    worker's lock it would deadlock against the engine's thread showing an answer."""
+    release = threading.Event()
+    worker = EngineWorker(lambda: _Engine())
+    try:
+        worker.submit("busy", lambda engine: release.wait(30))  # holds the engine's thread
+        first = worker.submit("k", lambda engine: "first")
+        seen = []
+
+        def superseded(done):
+            other = threading.Thread(target=lambda: seen.append(worker.pending()))
+            other.start()
+            other.join(5)  # blocks if this callback holds the worker's lock
+
+        first.add_done_callback(superseded)
+        second = worker.submit("k", lambda engine: "second")
+        assert seen == [1] or seen == [2], seen
+        release.set()
+        assert second.result(30) == "second"
+    finally:
+        release.set()
+        worker.close()
 
 
 def test_one_status_type():

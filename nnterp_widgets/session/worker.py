@@ -99,23 +99,20 @@ class EngineWorker:
             previous = self._pending.get(key)
             if previous is None and len(self._pending) >= self._max_pending:
                 raise Busy(f"{len(self._pending)} requests are already waiting; try again shortly")
-            if previous is not None:
-                # Keeps its place in the queue; only the newest request runs.
-                self._pending[key] = (fn, future)
-                previous[1].set_exception(Superseded(f"a newer {key!r} request replaced this one"))
-            else:
-                self._pending[key] = (fn, future)
+            # A superseded request keeps its place in the queue; only the newest runs.
+            self._pending[key] = (fn, future)
             self._lock.notify()
+        if previous is not None:  # its callbacks run outside the lock (they may submit)
+            previous[1].set_exception(Superseded(f"a newer {key!r} request replaced this one"))
         return future
 
     def drop(self, which: Callable[[str], bool]) -> int:
         """Supersede every waiting request whose key ``which`` accepts; returns how many."""
         with self._lock:
-            keys = [key for key in self._pending if which(key)]
-            for key in keys:
-                _, future = self._pending.pop(key)
-                future.set_exception(Superseded(f"a newer prompt replaced this {key!r} request"))
-        return len(keys)
+            dropped = {key: self._pending.pop(key)[1] for key in [key for key in self._pending if which(key)]}
+        for key, future in dropped.items():
+            future.set_exception(Superseded(f"a newer prompt replaced this {key!r} request"))
+        return len(dropped)
 
     def pending(self) -> int:
         with self._lock:
@@ -124,10 +121,11 @@ class EngineWorker:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            for _, future in self._pending.values():
-                future.set_exception(RuntimeError("the session closed before this request ran"))
+            dropped = [future for _, future in self._pending.values()]
             self._pending.clear()
             self._lock.notify()
+        for future in dropped:
+            future.set_exception(RuntimeError("the session closed before this request ran"))
         self._thread.join(timeout=60)
         engine, self.engine = self.engine, None
         if engine is not None:
@@ -150,9 +148,10 @@ class EngineWorker:
             self.ready.set_exception(error)
             with self._lock:
                 self._closed = True
-                for _, future in self._pending.values():
-                    future.set_exception(error)
+                dropped = [future for _, future in self._pending.values()]
                 self._pending.clear()
+            for future in dropped:
+                future.set_exception(error)
             return
         while True:
             with self._lock:

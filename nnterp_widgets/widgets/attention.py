@@ -31,7 +31,7 @@ import traitlets
 from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
 from .attention_text import attention_text_html
 from .figures import attention_figure, attention_selection, head_grid_figure
-from .lifecycle import Asking
+from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from ..session import Session
 
@@ -125,8 +125,8 @@ class AttentionView(Asking, PlotPanel):
         )
         with self._hold():
             self.layer, self.head = layer, head
-        self.layer_input.observe(partial(self._on_input, "layer"), "value")
-        self.head_input.observe(partial(self._on_input, "head"), "value")
+        self.layer_input.observe(one_at_a_time(partial(self._on_input, "layer")), "value")
+        self.head_input.observe(one_at_a_time(partial(self._on_input, "head")), "value")
         self.observe(self._on_view_change, ["layer", "head"])
         self.observe(self._on_ablated, "ablated")
         if result is not None:
@@ -149,6 +149,7 @@ class AttentionView(Asking, PlotPanel):
         """What the heatmap draws: the zoom window, else the layer's panel."""
         return self._zoomed if self._zoomed is not None else self._panel
 
+    @one_at_a_time
     def zoom(self, query_start: int, key_start: int) -> None:
         """Show the exact cells of the window from ``(query_start, key_start)``, at most
         the session's pattern side a side: one request (cached by the session)."""
@@ -166,6 +167,7 @@ class AttentionView(Asking, PlotPanel):
             lambda window: self._zoom_landed(result, layer, window),
         )
 
+    @one_at_a_time
     def zoom_out(self) -> None:
         """Back to the layer's whole pattern (no request)."""
         if self._zoomed is None:
@@ -193,6 +195,7 @@ class AttentionView(Asking, PlotPanel):
         heads.symmetric_difference_update({pair})
         self.ablated = tuple(sorted(heads))
 
+    @one_at_a_time
     def show_step(self, step: int, reason: str | None = None) -> None:
         """Say which step the pattern is of while generation step ``step`` is shown
         elsewhere; ``reason``: the engine's, when that step serves no pattern (a decode step)."""

@@ -17,7 +17,7 @@ import traitlets
 
 from ..session import Attribution, Session
 from .attribution_figures import attribution_figure
-from .lifecycle import Asking
+from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked
 
 __all__ = ["AttributionPanel"]
@@ -64,6 +64,7 @@ class AttributionPanel(Asking, PlotPanel):
         """The prompt of the answer shown (None before one)."""
         return None if self.attribution is None else self.attribution.text
 
+    @one_at_a_time
     def run(self) -> None:
         """Ask for the attribution of the prompt toward the boxes' answer and foil: one request."""
         self.set_status("busy", "attributing")

@@ -16,7 +16,7 @@ import ipywidgets
 from ..session import Contributions, Session
 from ..session.contributions import FLOOR, THRESHOLD
 from .contribution_figures import contribution_figure, route_picture
-from .lifecycle import Asking
+from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel
 
 __all__ = ["ContributionPanel"]
@@ -60,13 +60,14 @@ class ContributionPanel(Asking, PlotPanel):
         )
         super().__init__([ipywidgets.HBox([self.run_button, self.threshold])], ("figure",), **kwargs)
         self.run_button.on_click(lambda button: self.run())
-        self.threshold.observe(lambda change: self._render(), "value")
+        self.threshold.observe(one_at_a_time(lambda change: self._render()), "value")
 
     @property
     def shown_prompt(self) -> str | None:
         """The prompt of the answer shown (None before one)."""
         return None if self.contributions is None else self.contributions.text
 
+    @one_at_a_time
     def run(self) -> None:
         """Ask for the prompt's contribution shares: one request."""
         self.set_status("busy", "computing every block's shares")

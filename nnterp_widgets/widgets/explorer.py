@@ -28,7 +28,7 @@ from .steering import SteerPanel
 from .follow import FollowControl
 from .generation import GenerationView
 from .lens import LogitLens
-from .lifecycle import STALE, KernelThread, close_all
+from .lifecycle import SHOWING, STALE, KernelThread, OneAtATime, close_all, one_at_a_time
 from .plot_panel import row
 from .patching import PatchPanel
 from .tree import ModuleTree
@@ -44,7 +44,7 @@ PATTERN = "self_attn.attention_probabilities"
 WAITING = "waiting for the engine to start: {what} appears with the first answer"
 
 
-class Explorer(widgets.VBox):
+class Explorer(OneAtATime, widgets.VBox):
     """``Explorer(session=None, prompt="The Eiffel Tower is in the city of")``: on the
     session's model (the trained model by default, `Session.open()`)."""
 
@@ -83,7 +83,7 @@ class Explorer(widgets.VBox):
         # Asks nothing until "attribute" is pressed; a click on a head shows it in the attention view.
         self.attribution = AttributionPanel(self.session, lambda: self.prompt_box.value, key=f"{self._key}-attribute")
         traitlets.dlink((self.tree, "theme"), (self.attribution, "theme"))
-        self.attribution.observe(self._on_attributed_head, "selected_head")
+        self.attribution.observe(one_at_a_time(self._on_attributed_head), "selected_head")
         self.contributions = ContributionPanel(
             self.session, lambda: self.prompt_box.value, key=f"{self._key}-contributions"
         )
@@ -96,7 +96,7 @@ class Explorer(widgets.VBox):
         self.follow = FollowControl(
             self.session, lambda: self.prompt_box.value, self.lens, self.generation, key=f"{self._key}-follow"
         )
-        self.generation.observe(self._on_step, "step")  # the tree and the attention view follow the step
+        self.generation.observe(one_at_a_time(self._on_step), "step")  # the tree and the attention view follow the step
         for panel in self.panels:
             traitlets.link((self, "selected_token"), (panel, "selected_token"))
         for panel in (self.attention, self.lens):
@@ -135,6 +135,7 @@ class Explorer(widgets.VBox):
                 panel.message.value = WAITING.format(what=what)
         self.run(prompt)
 
+    @one_at_a_time
     def run(self, prompt: str) -> None:
         """Ask for ``prompt`` (with the attention view's ablated heads): one engine request,
         shown in every panel when it lands; with heads ablated, the same request's clean
@@ -252,7 +253,8 @@ class Explorer(widgets.VBox):
         if self._kernel.here() and future is not None and not self._landed_event.is_set():
             if not concurrent.futures.wait([future], timeout).done:
                 raise TimeoutError(f"no answer from the engine within {timeout} s")
-            self._landed(self._latest, future)
+            with SHOWING:
+                self._landed(self._latest, future)
         left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
         if not self._landed_event.wait(left):
             raise TimeoutError(f"no answer from the engine within {timeout} s")

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import ipywidgets
 
 from ..session.generation import MODES, TARGET_MODES, LensModes
-from .lifecycle import Asking, close_all
+from .lifecycle import Asking, close_all, one_at_a_time
 from .plot_panel import row
 from ..session import Session
 
@@ -64,10 +64,10 @@ class FollowControl(Asking, ipywidgets.VBox):
         self.message = ipywidgets.Label("")
         for view in (lens, generation):
             ipywidgets.dlink((self.pick_toggle, "value"), (view, "pick"))
-            view.observe(self._on_picked, "picked")
+            view.observe(one_at_a_time(self._on_picked), "picked")
         self._quiet = False
-        self.target_box.observe(self._changed, "value")
-        self.mode_picker.observe(self._changed, "value")
+        self.target_box.observe(one_at_a_time(self._changed), "value")
+        self.mode_picker.observe(one_at_a_time(self._changed), "value")
         super().__init__(
             [row([self.target_box, self.pick_toggle, ipywidgets.Label("lens mode"), self.mode_picker]), self.message],
             **kwargs,
@@ -86,6 +86,7 @@ class FollowControl(Asking, ipywidgets.VBox):
             return self._picked["id"]
         return text or None
 
+    @one_at_a_time
     def follow(self, target: Any, mode: str | None = None) -> None:
         """Follow ``target`` (a token id or one token's text) in ``mode`` (``"probability"`` by default)."""
         if isinstance(target, int):
@@ -105,6 +106,7 @@ class FollowControl(Asking, ipywidgets.VBox):
         self._wait_shown(timeout, "lens modes")
         return self.modes
 
+    @one_at_a_time
     def refresh(self) -> None:
         """Draw both lenses in the current mode: one ``follow`` request for the prompt (none
         in top-1 mode), and the generation asked again if it follows another target."""

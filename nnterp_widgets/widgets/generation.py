@@ -23,7 +23,7 @@ from ..session.generation import GENERATE_TOKENS, GenerationResult
 from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
 from .causal_figures import branch_html
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
-from .lifecycle import Asking, close_all
+from .lifecycle import Asking, close_all, one_at_a_time
 from .plot_panel import FigureSlot, clicked, show_figure
 from ..session import Session
 
@@ -97,7 +97,7 @@ class GenerationView(Asking, ipywidgets.VBox):
         self._branch_asked = 0
         self.branch_button.on_click(lambda button: self.branch(self.branch_picker.value))
         self.generate_button.on_click(lambda button: self.generate(self.tokens_input.value))
-        self.step_slider.observe(self._on_step, "value")
+        self.step_slider.observe(one_at_a_time(self._on_step), "value")
         super().__init__(
             [
                 ipywidgets.HBox([self.tokens_input, self.generate_button, self.step_slider]),
@@ -115,6 +115,7 @@ class GenerationView(Asking, ipywidgets.VBox):
         """The prompt of the answer shown (None before one)."""
         return None if self.result is None else self.result.prompt
 
+    @one_at_a_time
     def generate(self, max_tokens: Any) -> None:
         """Ask for ``max_tokens`` tokens after the prompt (following ``target``); shown when it lands."""
         self.asked_target = self.target
@@ -124,6 +125,7 @@ class GenerationView(Asking, ipywidgets.VBox):
             self._generated,
         )
 
+    @one_at_a_time
     def branch(self, token: Any) -> None:
         """Ask for the shown generation with ``token`` (an id or one token's text) written at
         the shown step instead, continued greedily; both continuations shown side by side."""
@@ -152,6 +154,7 @@ class GenerationView(Asking, ipywidgets.VBox):
             f"branch at step {result.step}: {result.forced_text!r} instead of {result.original_continuation[0]!r}"
         )
 
+    @one_at_a_time
     def follow(self, target: Any, again: bool = False) -> None:
         """Follow ``target`` (a token's id or text; None keeps the current one) in the next
         generation; with ``again``, a shown generation that follows another target is asked
@@ -160,6 +163,7 @@ class GenerationView(Asking, ipywidgets.VBox):
         if again and self.result is not None and self.asked_target != target:
             self.generate(self.tokens_input.value)
 
+    @one_at_a_time
     def show_mode(self, mode: str) -> None:
         """Draw the generation in lens mode ``mode`` (a target mode needs a generation that
         followed a target: ask one with ``target`` set). Asks nothing."""

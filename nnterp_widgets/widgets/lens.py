@@ -25,7 +25,7 @@ from ..session.generation import LensModes
 from ..session.panels import LensPanel, PromptResult
 from .figures import lens_figure, selection_shapes
 from .generation_figures import lens_mode_figure
-from .lifecycle import Asking
+from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked
 from .position_window import PositionWindow
 from ..session import Session
@@ -61,7 +61,7 @@ class LogitLens(Asking, PlotPanel):
         self.controls = self.window
         self.controls.layout.display = "none"  # shown when the prompt is longer than the window
         super().__init__([self.controls], ("figure",), **kwargs)
-        self.window.observe(self._on_window, "value")
+        self.window.observe(one_at_a_time(self._on_window), "value")
         if result is not None:
             self.update(result)
 
@@ -79,6 +79,7 @@ class LogitLens(Asking, PlotPanel):
     def mode(self) -> str:
         return self._mode if self._modes is not None else "top-1"
 
+    @one_at_a_time
     def show_modes(self, modes: LensModes | None, mode: str = "top-1") -> None:
         """Draw the prompt's ``modes`` in ``mode`` (every position; one of ``modes.modes()``),
         or, given None, the top-1 window again. Asks nothing."""
@@ -108,6 +109,7 @@ class LogitLens(Asking, PlotPanel):
         self._wait_shown(timeout, "lens")
         return self._panel
 
+    @one_at_a_time
     def shift(self, direction: int) -> None:
         """Move the window by its own width, earlier (-1) or later (+1), within the prompt."""
         if self._panel is None:

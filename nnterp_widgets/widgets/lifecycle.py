@@ -1,23 +1,53 @@
-"""A widget's life: its session's answers run on the kernel's thread (`KernelThread`), and
-closing it closes every widget it holds (`close_all`).
+"""A widget's life: its session's answers run on the kernel's thread (`KernelThread`), one
+change at a time (`SHOWING`), and closing it closes every widget it holds (`close_all`).
 
 A session's futures resolve, and its status listeners are called, on the engine's worker
 thread. Widgets set traits (which send comm messages) only from the kernel's own thread,
 the one that built them: in a kernel it runs an asyncio loop, and a callback is handed to
-that loop (``call_soon_threadsafe``). Where no loop runs (a script, a test) there is no
-other thread to wait for, and the callback runs at once.
+that loop (``call_soon_threadsafe``). Where no loop runs (a script, a test) the callback
+runs at once on the engine's thread, while the script sets traits on its own: both hold
+`SHOWING`, so an answer is never shown halfway through a change the script made (a
+figure updated from two threads at once breaks plotly's batch update). In a kernel the
+lock is never contended.
+
+Never block on the engine while holding it: the engine's thread needs it to show answers.
+``wait`` methods take it only to show an answer that has arrived.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
 from typing import Any, Callable
 
 from ..session import Superseded
 
-__all__ = ["Asking", "KernelThread", "close_all"]
+__all__ = ["SHOWING", "Asking", "KernelThread", "OneAtATime", "close_all", "one_at_a_time"]
+
+#: Held while a widget changes what it shows: an answer landing, a trait's observers, a
+#: handler of a child widget (a button, a text box), a public call that starts a request.
+SHOWING = threading.RLock()
+
+
+def one_at_a_time(fn: Callable) -> Callable:
+    """``fn`` run holding `SHOWING` (a method or a handler given to a child widget)."""
+
+    @functools.wraps(fn)
+    def holding(*args: Any, **kwargs: Any) -> Any:
+        with SHOWING:
+            return fn(*args, **kwargs)
+
+    return holding
+
+
+class OneAtATime:
+    """A widget mixin: its traits' observers run holding `SHOWING`."""
+
+    def notify_change(self, change) -> None:
+        with SHOWING:
+            super().notify_change(change)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -40,9 +70,10 @@ class KernelThread:
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
         if self.here():
-            fn(*args)
+            with SHOWING:
+                fn(*args)
         else:
-            self.loop.call_soon_threadsafe(fn, *args)
+            self.loop.call_soon_threadsafe(one_at_a_time(fn), *args)
 
 
 def close_all(widgets) -> None:
@@ -58,7 +89,7 @@ STALE = "nnw-stale"
 STALE_NOTE = "of the earlier prompt {prompt!r}: run it again for this one"
 
 
-class Asking:
+class Asking(OneAtATime):
     """A view that asks the session and shows the newest answer (a mixin; call
     ``_init_asking()`` in ``__init__``). Each request gets a number (``_asked``); an
     answer is shown only if it is the newest's, and once (by the kernel's loop, or by
@@ -74,6 +105,7 @@ class Asking:
         self._future: tuple | None = None  # (asked, future, show) of the newest request
         self._landed_asked = 0  # the newest request shown
 
+    @one_at_a_time
     def _ask(self, make: Callable[[], concurrent.futures.Future], show: Callable[[Any], None]) -> None:
         """Ask the session as the newest request: ``make()`` sends it and returns its
         future; on the kernel's thread its answer goes to ``show(answer)`` if it is still
@@ -105,7 +137,8 @@ class Asking:
             asked, future, show = pending
             if not concurrent.futures.wait([future], timeout).done:
                 raise TimeoutError(f"no {what} from the engine within {timeout} s")
-            self._deliver(asked, future, show)
+            with SHOWING:
+                self._deliver(asked, future, show)
         if not self._idle.wait(timeout):
             raise TimeoutError(f"no {what} from the engine within {timeout} s")
         if self._error is not None:

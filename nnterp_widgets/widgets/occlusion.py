@@ -15,7 +15,7 @@ import ipywidgets
 from ..session import Occlusion, Session
 from ..session.occlusion import MODES
 from .causal_figures import occlusion_figure
-from .lifecycle import Asking
+from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked
 
 __all__ = ["OcclusionPanel"]
@@ -47,13 +47,14 @@ class OcclusionPanel(Asking, PlotPanel):
         controls = ipywidgets.HBox([self.answer_box, self.mode_picker, self.measure_picker, self.run_button])
         super().__init__([controls], ("figure",), **kwargs)
         self.run_button.on_click(lambda button: self.run())
-        self.measure_picker.observe(lambda change: self._render(), "value")
+        self.measure_picker.observe(one_at_a_time(lambda change: self._render()), "value")
 
     @property
     def shown_prompt(self) -> str | None:
         """The prompt of the answer shown (None before one)."""
         return None if self.occlusion is None else self.occlusion.text
 
+    @one_at_a_time
     def run(self) -> None:
         """Ask for the occlusion of the prompt toward the answer: one batched request per 64 positions."""
         self.set_status("busy", f"occluding each token ({self.mode_picker.value})")

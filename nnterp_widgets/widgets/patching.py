@@ -25,7 +25,7 @@ import ipywidgets
 import traitlets
 
 from ..session.intervention_results import SITES, PairLens, PatchResult
-from .lifecycle import KernelThread
+from .lifecycle import KernelThread, one_at_a_time
 from .figures import selection_shapes
 from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
@@ -107,6 +107,7 @@ class PatchPanel(PlotPanel):
         """The sweep on screen (a `PatchResult`), or None; ``pair`` is its `PairLens`."""
         return self._sweep
 
+    @one_at_a_time
     def run(self) -> None:
         """Ask for the sweep of the boxes' prompts at the picked site (and the pair's lens
         when it is not the one shown); both drawn when both have landed."""

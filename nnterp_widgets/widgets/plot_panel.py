@@ -15,7 +15,7 @@ import traitlets
 from ..session import IDLE, State, Status
 from ..session.panels import PromptResult
 from .figure_transport import for_widget
-from .lifecycle import close_all
+from .lifecycle import OneAtATime, close_all, one_at_a_time
 
 #: The plotly template for each page theme (the module tree reports the page's).
 TEMPLATES = {"light": "plotly", "dark": "plotly_dark"}
@@ -101,7 +101,7 @@ def clicked(points, axis: str) -> int | None:
     return None
 
 
-class PlotPanel(ipywidgets.VBox):
+class PlotPanel(OneAtATime, ipywidgets.VBox):
     """A panel: ``controls``, a message line, a status line, then its figures (the names of
     its `FigureSlot` attributes, in page order), each of which joins the page with its
     first picture (no bare axes while nothing is known; ``join=False``: the subclass
@@ -134,7 +134,7 @@ class PlotPanel(ipywidgets.VBox):
         # still takes a line's height.
         self._lines = row([self.message, self.status_label], grid_gap="12px", display="none")
         for label in (self.message, self.status_label):
-            label.observe(self._on_line, "value")
+            label.observe(one_at_a_time(self._on_line), "value")
         super().__init__(children=[*controls, self._lines], **kwargs)
         self.observe(self._on_selected, "selected_token")
         self.observe(self._on_status, "status")

@@ -17,7 +17,7 @@ import ipywidgets
 
 from ..session import Session, SteerResult
 from .causal_figures import continuations_html
-from .lifecycle import Asking, close_all
+from .lifecycle import Asking, close_all, one_at_a_time
 
 __all__ = ["SteerPanel"]
 
@@ -90,6 +90,7 @@ class SteerPanel(Asking, ipywidgets.VBox):
         """The prompt of the answer shown (None before one)."""
         return None if self.result is None else self.result.steered.prompt
 
+    @one_at_a_time
     def run(self) -> None:
         """Ask for the vector (when its prompts or layer changed), then both continuations."""
         self.output.value = ""  # no stale continuations under a new request

@@ -12,7 +12,7 @@ import traitlets
 
 from ..session import IDLE, PromptResult, Session, State, Status, Superseded
 from .assets import MODULE_TREE_CSS, MODULE_TREE_ESM
-from .lifecycle import KernelThread
+from .lifecycle import KernelThread, OneAtATime, one_at_a_time
 
 #: What the tree says while the engine starts (its modules, shapes and reasons need none).
 STARTING = "starting the engine: the tree and the tokens are from the model's files; values fill in when it is ready"
@@ -20,7 +20,7 @@ STARTING = "starting the engine: the tree and the tokens are from the model's fi
 _ids = itertools.count()
 
 
-class ModuleTree(anywidget.AnyWidget):
+class ModuleTree(OneAtATime, anywidget.AnyWidget):
     """The module tree of the session's model.
 
     Unavailable values are greyed with their reason on hover; clicking a served value
@@ -91,6 +91,7 @@ class ModuleTree(anywidget.AnyWidget):
             self.tree = self.session.tree(len(tokens))
             self.prompt_tokens = list(tokens.texts)
 
+    @one_at_a_time
     def run(self, prompt: str) -> None:
         """Ask the session for ``prompt`` (one engine request) and show it when it lands."""
         self.set_status(State.BUSY, "running the prompt")
