@@ -114,7 +114,7 @@ def write(out: Path, meta: dict, rows: list[dict], repeat: int) -> list[str]:
             f"| {row['tokens']} | {row['raw_ms']} | {row['prompt_ms']} | {row['ratio']} | "
             f"{row.get('returned_mb', '')} | {row.get('zoom_ms', '')} | {note} |"
         )
-    for extra in ("generate_ms", "patch"):
+    for extra in ("generate_ms", "patch", *[key for key in meta if key.startswith("patch_chunk_")]):
         if extra in meta:
             lines.append(f"\n{extra}: {meta[extra]}")
     (out / f"gpu_prompt_{meta.get('name', 'qwen2_0.5b')}.md").write_text("\n".join(lines) + "\n")
@@ -132,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--checkpoint", default="qwen2_0.5b", help="qwen2_0.5b, llama3.1_8b or trained")
     parser.add_argument("--patch", type=int, default=0, help="also time a patching sweep over this many positions")
+    parser.add_argument(
+        "--chunks", default="", help="also time the sweep at these cells per request (e.g. 128,256), beside the default"
+    )
     parser.add_argument("--generate", type=int, default=0, help="also time a generation of this many tokens")
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -212,6 +215,18 @@ def main(argv: list[str] | None = None) -> int:
             layers, columns = sweep.patched.shape
             meta["patch"] = {"cells": f"{layers} x {columns}", "requests": sweep.requests, "seconds": round(took, 2)}
             print(f"[bench] patch {layers} x {columns}: {took:.2f} s in {sweep.requests} requests", flush=True)
+            from nnterp_widgets.session.interventions import patch
+
+            for chunk in [int(c) for c in args.chunks.split(",") if c]:
+                start = time.perf_counter()
+                sweep = session.request(
+                    "patch", lambda engine: patch(engine, clean, corrupted, int(answer), int(foil), chunk=chunk)
+                ).result(600)
+                took = time.perf_counter() - start
+                meta[f"patch_chunk_{chunk}"] = {"requests": sweep.requests, "seconds": round(took, 2)}
+                print(
+                    f"[bench] patch at {chunk} cells a request: {took:.2f} s in {sweep.requests} requests", flush=True
+                )
         write(out, meta, rows, args.repeat)
     finally:
         session.close()

@@ -126,7 +126,7 @@ def test_gated_activation_unavailable(engine, values):
         return
     message = f"model.model.layers.1.mlp.mlp_activation is not available: {SEED_GATED}"
     with pytest.raises(Unavailable, match="is not available"):
-        mlp.mlp_activation
+        mlp.mlp_activation  # noqa: B018 - reading it is what raises
     with pytest.raises(RuntimeError) as inside:
         with engine.trace(PROMPT, **GREEDY):
             mlp.mlp_activation.save()

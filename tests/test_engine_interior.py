@@ -105,7 +105,7 @@ def test_pattern_on_a_decode_step_raises_before_anything_runs(engine):
     assert pattern.shape == (1, engine.num_heads, tokens, tokens)
     with pytest.raises(RuntimeError) as error:
         with engine.trace(PROMPT, temperature=0.0, max_tokens=2, ignore_eos=True) as tracer:
-            for step in tracer.iter[1]:
+            for _step in tracer.iter[1]:
                 pattern = attn.attention_probabilities.save()
     path = attn.path
     assert str(error.value).splitlines()[0] == (
@@ -128,7 +128,7 @@ def test_generation_step_shapes(engine):
     with engine.trace(PROMPT, temperature=0.0, max_tokens=3, ignore_eos=True) as tracer:
         shapes = list().save()
         logit_shapes = list().save()
-        for step in tracer.iter[:]:
+        for _step in tracer.iter[:]:
             shapes.append(engine.layers[0].layer_output.shape)
             logit_shapes.append(engine.logits.shape)
     tokens = len(engine.tokenizer(PROMPT)["input_ids"])

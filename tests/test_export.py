@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from nnterp_widgets.session.panels import AttentionPanel, LensPanel, PromptResult, Tokens
-from nnterp_widgets.widgets.assets import MODULE_TREE_CSS, MODULE_TREE_ESM
+from nnterp_widgets.widgets.assets import MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
 from nnterp_widgets.widgets.export import STATIC_MODEL_JS, export_html, script_json
 from nnterp_widgets.widgets.figures import escape_token
 
@@ -177,7 +177,7 @@ def test_self_contained(page):
 def test_runs_the_widgets_own_front_end(page):
     """The page's module is module_tree.js as served to the widget, then the read-only model."""
     (module,) = re.findall(r'<script type="module">(.*?)</script>', page, re.S)
-    assert module == MODULE_TREE_ESM.read_text(encoding="utf-8") + "\n" + STATIC_MODEL_JS.read_text(encoding="utf-8")
+    assert module == module_text(MODULE_TREE_ESM) + "\n" + STATIC_MODEL_JS.read_text(encoding="utf-8")
     assert "<style>" + MODULE_TREE_CSS.read_text(encoding="utf-8") + "</style>" in page
 
 

@@ -11,7 +11,7 @@ import torch
 
 from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import GenerationError, GenerationResult, LensModes
+from nnterp_widgets.session import GenerationError, GenerationResult, InterventionError, LensModes
 from nnterp_widgets.session import generation as gen
 from reference import hf_model, reference_values
 from seed_text import SEED_DECODE
@@ -279,6 +279,18 @@ def test_bad_target_then_a_good_request(session, result, bad, message):
     assert _vllm_requests(session) == vllm_before
     good = session.generate(PROMPT, max_tokens=2, ignore_eos=True).result(timeout=120)
     assert good.tokens.ids == result.tokens.ids[: result.prompt_length + 2]
+
+
+@pytest.mark.parametrize("bad", ["The Eiffel Tower", "", 10**7, 1.5])
+def test_a_target_and_an_answer_are_checked_by_one_rule(session, bad):
+    """Generation's target and an intervention's answer say the same thing of the same
+    bad token, each with its role, each as its feature's error."""
+    with pytest.raises(GenerationError) as target:
+        session.follow(PROMPT, bad).result(timeout=60)
+    with pytest.raises(InterventionError) as answer:
+        session.attribute(PROMPT, bad).result(timeout=60)
+    said = str(target.value)
+    assert said.startswith("the target") and str(answer.value) == said.replace("the target", "the answer", 1)
 
 
 def test_one_sequence_and_one_length(session):

@@ -18,7 +18,7 @@ import pytest
 
 from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree, PatchPanel
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import InterventionError
+from nnterp_widgets.session import GenerationError, InterventionError, ProbeError
 from nnterp_widgets.widgets.figure_transport import heatmap_matrix
 from nnterp_widgets.widgets.figures import escape_token, lens_hover
 from nnterp_widgets.widgets.tokens import show_token
@@ -269,7 +269,7 @@ def test_bad_max_tokens_shows_the_error_then_the_next_request_succeeds(session, 
     gen = explorer.generation
     for bad in (0, -2, 10_000):
         gen.generate(bad)
-        with pytest.raises(Exception):
+        with pytest.raises(GenerationError):
             gen.wait(120)
         assert "max_tokens" in gen.message.value or "max_model_len" in gen.message.value
     gen.generate(2)
@@ -766,7 +766,7 @@ def test_a_new_prompt_dims_what_shows_the_old_one_until_its_answer(session, expl
 
 def test_an_error_is_said_once_and_cleared_by_the_next_success(session, explorer):
     explorer.prompt_box.value = ""
-    with pytest.raises(Exception):
+    with pytest.raises(ProbeError, match="empty"):
         explorer.wait(60)
     lines = [explorer.status_line.value] + [panel.status["message"] for panel in explorer.panels]
     assert sum(1 for line in lines if "empty" in line) == 1, lines

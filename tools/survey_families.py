@@ -300,7 +300,7 @@ def vllm_worker(name: str, ids: list[int], out_path: Path) -> None:
         out["model_class"] = _qualname(model)
         hf_config = llm.llm_engine.model_config.hf_config
         text_config = getattr(hf_config, "text_config", None) or hf_config
-        n_layers = getattr(text_config, "num_hidden_layers", None) or getattr(text_config, "n_layer")
+        n_layers = getattr(text_config, "num_hidden_layers", None) or text_config.n_layer
         out["tree"] = _trim_tree(str(model))
         layers_name, layers = _find_layers(model, n_layers)
         out["layers_path"] = layers_name

@@ -3,7 +3,7 @@
  *
  * Served as it is (`_esm`, with js/position_window.css as `_css`); no imports, no CDN.
  *
- * CONTRACT with the Python class (widgets/position_window.py). Traits, `.tag(sync=True)`:
+ * CONTRACT with the Python class (widgets/lens_window.py). Traits, `.tag(sync=True)`:
  *   value  [start, stop]  r/w  the window, positions start..stop-1 (JS keeps its width)
  *   count  Int            read the prompt's positions
  *   label  Unicode        read the accessible name of the control ("lens positions")

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from ..engine import module_of
-from .interventions import InterventionError, one_token
+from .interventions import InterventionError
 from .panels import Tokens
-from .prompt_requests import check_prompt, tokens_of
+from .prompt_requests import check_prompt, one_token, tokens_of
 
 #: Why a family's heads cannot be split here: their contribution is a norm's output.
 POST_NORM = (
@@ -244,8 +244,8 @@ def attribute(model, text: str, answer, foil=None) -> Attribution:
         An `Attribution` whose parts add up to its metric.
     """
     check_prompt(model, text)
-    answer_id, answer_text = one_token(model, answer, "answer")
-    foil_id, foil_text = one_token(model, foil, "foil") if foil is not None else (None, None)
+    answer_id, answer_text = one_token(model, answer, "answer", InterventionError)
+    foil_id, foil_text = one_token(model, foil, "foil", InterventionError) if foil is not None else (None, None)
     if foil_id == answer_id:
         raise InterventionError(SAME_TOKEN.format(text=answer_text))
     reason = heads_reason(model)

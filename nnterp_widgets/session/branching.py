@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .generation import GenerationError, GenerationResult, generate
-from .interventions import one_token
+from .interventions import InterventionError
+from .prompt_requests import one_token
 
 STEP_OUT_OF_RANGE = "step {step} is out of range: this generation has steps 0..{last}"
 SAME_AS_WRITTEN = "step {step} already wrote {text!r}: pick another token to branch on"
@@ -56,7 +57,7 @@ def branch(model, original: GenerationResult, step: int, token: Any, max_tokens:
     count = len(original.steps)
     if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < count:
         raise GenerationError(STEP_OUT_OF_RANGE.format(step=step, last=count - 1))
-    forced, forced_text = one_token(model, token, "forced token")
+    forced, forced_text = one_token(model, token, "forced token", InterventionError)
     if forced == original.steps[step].token:
         raise GenerationError(SAME_AS_WRITTEN.format(step=step, text=forced_text))
     ids = list(original.tokens.ids[: original.prompt_length + step]) + [forced]

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .panels import LensPanel, Tokens
-from .prompt_requests import LENS_K, ProbeError, check_prompt, token_text, tokens_of
+from .prompt_requests import LENS_K, ProbeError, check_prompt, one_token, token_text, tokens_of
 
 #: Tokens a generation writes unless told otherwise.
 GENERATE_TOKENS = 8
@@ -55,12 +55,6 @@ PAST_MAX_MODEL_LEN = (
 )
 ONE_SEQUENCE = "a generation follows one sequence: n={n} is not supported (leave n at 1)"
 MAX_TOKENS_TWICE = "give the length as max_tokens only (not also as {name})"
-TARGET_TYPE = "the target is a token id (an int) or a token's text (a str); got {kind}"
-TARGET_EMPTY = "the target is empty: type one token's text, or give its id"
-TARGET_NOT_ONE_TOKEN = (
-    "the target {text!r} is {count} tokens ({pieces}), not one: follow one of them, or give a token id"
-)
-TARGET_OUT_OF_VOCAB = "the target id {id} is outside the vocabulary (ids 0..{last})"
 NEEDS_TARGET = "the {mode!r} mode shows a target token's {mode}: follow a target first"
 UNKNOWN_MODE = "unknown lens mode {mode!r}; the modes are {modes}"
 STEP_RANGE = "step {step} is out of range: this generation has steps 0..{last}"
@@ -307,20 +301,7 @@ def resolve_target(model, target: Any) -> Target | None:
     """``target`` (a token id, or text that is exactly one token) as a `Target`."""
     if target is None:
         return None
-    tokenizer = model.tokenizer
-    if isinstance(target, str):
-        if target == "":
-            raise GenerationError(TARGET_EMPTY)
-        ids = tokenizer.encode(target, add_special_tokens=False)
-        if len(ids) != 1:
-            pieces = ", ".join(repr(tokenizer.decode([i])) for i in ids)
-            raise GenerationError(TARGET_NOT_ONE_TOKEN.format(text=target, count=len(ids), pieces=pieces))
-        return Target(int(ids[0]), tokenizer.decode([ids[0]]))
-    if isinstance(target, bool) or not isinstance(target, numbers.Integral):
-        raise GenerationError(TARGET_TYPE.format(kind=type(target).__name__))
-    if not 0 <= int(target) < model.vocab_size:
-        raise GenerationError(TARGET_OUT_OF_VOCAB.format(id=int(target), last=model.vocab_size - 1))
-    return Target(int(target), tokenizer.decode([int(target)]))
+    return Target(*one_token(model, target, "target", GenerationError))
 
 
 def sampling_settings(sampling: dict) -> dict:

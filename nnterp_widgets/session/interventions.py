@@ -53,7 +53,7 @@ from .ablation import (
     check_site,
 )
 from .panels import LensPanel
-from .prompt_requests import check_prompt, token_text, tokens_of
+from .prompt_requests import check_prompt, one_token, token_text, tokens_of
 
 #: One trace's sampling: the prefill and one sampled token, greedy.
 ONE_GREEDY_STEP = dict(temperature=0.0, max_tokens=1)
@@ -68,9 +68,6 @@ TOKEN_COUNTS = (
     "the clean prompt is {clean} tokens and the corrupted prompt {corrupted} tokens; "
     "patching needs the same number of tokens in both"
 )
-NOT_ONE_TOKEN = "the {role} {text!r} is {count} tokens ({pieces}); it must be exactly one token"
-TOKEN_ID_RANGE = "the {role} token id {id} is out of range: the vocabulary has ids 0..{last}"
-NOT_A_TOKEN = "the {role} must be a token's text (str) or id (int), got {kind}"
 SAME_TOKEN = "the answer and the foil are the same token ({text!r}); their logit difference is always 0"
 NO_DIFFERENCE = (
     "the clean and corrupted prompts give the same logit({answer}) - logit({foil}) ({value:.6g}): "
@@ -81,30 +78,14 @@ NO_DIFFERENCE = (
 # -- checks (client side, before any request) ------------------------------------------
 
 
-def one_token(model, token, role: str) -> tuple[int, str]:
-    """``(id, text)`` of ``token`` (its text or id), which must be exactly one token."""
-    tokenizer = model.tokenizer
-    if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
-        if not 0 <= int(token) < model.vocab_size:
-            raise InterventionError(TOKEN_ID_RANGE.format(role=role, id=int(token), last=model.vocab_size - 1))
-        return int(token), tokenizer.decode([int(token)])
-    if not isinstance(token, str):
-        raise InterventionError(NOT_A_TOKEN.format(role=role, kind=type(token).__name__))
-    ids = tokenizer(token, add_special_tokens=False)["input_ids"]
-    if len(ids) != 1:
-        pieces = " + ".join(repr(tokenizer.decode([i])) for i in ids) or "none"
-        raise InterventionError(NOT_ONE_TOKEN.format(role=role, text=token, count=len(ids), pieces=pieces))
-    return int(ids[0]), tokenizer.decode([int(ids[0])])
-
-
 def check_pair(model, first: str, second: str, answer, foil):
     """Both prompts' token ids (the same count) and the answer's and foil's ``(id, text)``."""
     first_ids = check_prompt(model, first)
     second_ids = check_prompt(model, second)
     if len(first_ids) != len(second_ids):
         raise InterventionError(TOKEN_COUNTS.format(clean=len(first_ids), corrupted=len(second_ids)))
-    answer_token = one_token(model, answer, "answer")
-    foil_token = one_token(model, foil, "foil")
+    answer_token = one_token(model, answer, "answer", InterventionError)
+    foil_token = one_token(model, foil, "foil", InterventionError)
     if answer_token[0] == foil_token[0]:
         raise InterventionError(SAME_TOKEN.format(text=answer_token[1]))
     return first_ids, second_ids, answer_token, foil_token
@@ -311,7 +292,6 @@ __all__ = [
     "check_heads",
     "check_pair",
     "compare",
-    "one_token",
     "patch",
     "patch_requests",
 ]

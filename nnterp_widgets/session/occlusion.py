@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from .interventions import InterventionError, one_token
+from .interventions import InterventionError
 from .panels import Tokens
-from .prompt_requests import check_prompt, tokens_of
+from .prompt_requests import check_prompt, one_token, tokens_of
 
 #: The text whose token replaces an occluded one: a single space carries no content.
 NEUTRAL = " "
@@ -104,7 +104,7 @@ def occlude(model, text: str, answer: Any, mode: str = "replace") -> Occlusion:
     ids = check_prompt(model, text)
     if mode == "drop" and len(ids) < 2:
         raise InterventionError(TOO_SHORT)
-    answer_id, answer_text = one_token(model, answer, "answer")
+    answer_id, answer_text = one_token(model, answer, "answer", InterventionError)
     neutral, neutral_text = neutral_token(model) if mode == "replace" else (None, None)
     prompts = [ids] + variants(ids, mode, neutral)
     found: list = []

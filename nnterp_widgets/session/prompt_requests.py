@@ -19,6 +19,7 @@ error, and the engine carries on.
 from __future__ import annotations
 
 import math
+import numbers
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -82,6 +83,41 @@ def check_prompt(model, prompt: str) -> list[int]:
     return ids
 
 
+#: What `one_token` says of a token that is not one token; ``{role}`` names it ("answer", "target").
+TOKEN_EMPTY = "the {role} is empty: type one token's text, or give its id"
+NOT_ONE_TOKEN = "the {role} {text!r} is {count} tokens ({pieces}), not one: give exactly one token, or a token id"
+TOKEN_ID_RANGE = "the {role} token id {id} is outside the vocabulary (ids 0..{last})"
+NOT_A_TOKEN = "the {role} is a token's text (a str) or a token id (an int); got {kind}"
+
+
+def one_token(model, token: Any, role: str, error: type[ValueError] = ProbeError) -> tuple[int, str]:
+    """``(id, text)`` of ``token``, its text or its id, which must be exactly one token.
+
+    Args:
+        model: the engine (its tokenizer and vocabulary size).
+        token: a token's text (a str) or id (an int).
+        role: what the token is for, named in the error ("answer", "target").
+        error: the error to raise: the asking feature's own (a `ProbeError` by default).
+
+    Returns:
+        The token's id and its text.
+    """
+    tokenizer = model.tokenizer
+    if isinstance(token, str):
+        if token == "":
+            raise error(TOKEN_EMPTY.format(role=role))
+        ids = tokenizer(token, add_special_tokens=False)["input_ids"]
+        if len(ids) != 1:
+            pieces = " + ".join(repr(tokenizer.decode([i])) for i in ids)
+            raise error(NOT_ONE_TOKEN.format(role=role, text=token, count=len(ids), pieces=pieces))
+        token = ids[0]
+    elif isinstance(token, bool) or not isinstance(token, numbers.Integral):
+        raise error(NOT_A_TOKEN.format(role=role, kind=type(token).__name__))
+    elif not 0 <= int(token) < model.vocab_size:
+        raise error(TOKEN_ID_RANGE.format(role=role, id=int(token), last=model.vocab_size - 1))
+    return int(token), tokenizer.decode([int(token)])
+
+
 def lens_window(tokens: int, window: Any = None) -> tuple[int, int]:
     """``(start, stop)`` of the lens for ``tokens`` positions.
 
@@ -104,9 +140,30 @@ def lens_window(tokens: int, window: Any = None) -> tuple[int, int]:
     return start, stop
 
 
+#: Each engine's value descriptions by prompt length, the last `DESCRIBED_KEPT` lengths:
+#: describing walks every value of every layer (18 ms for 32 layers on the H200's host),
+#: and an engine's values do not change. Kept here, not on the engine, which travels
+#: with every trace.
+_DESCRIBED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+DESCRIBED_KEPT = 8
+
+
+def described(model, tokens: int | None = None) -> tuple:
+    """``model.describe(tokens)``, kept per engine (`_DESCRIBED`)."""
+    try:
+        kept = _DESCRIBED.setdefault(model, {})
+    except TypeError:  # an engine that cannot be weakly referenced: described per call
+        return model.describe(tokens)
+    if tokens not in kept:
+        if len(kept) >= DESCRIBED_KEPT:
+            kept.pop(next(iter(kept)))
+        kept[tokens] = model.describe(tokens)
+    return kept[tokens]
+
+
 def pattern_layers(model) -> tuple[int, ...]:
     """The layers whose pattern the engine serves."""
-    return tuple(v.layer for v in model.describe() if v.name == "attention_probabilities" and v.available)
+    return tuple(v.layer for v in described(model) if v.name == "attention_probabilities" and v.available)
 
 
 def check_layer(model, layer: int) -> None:
@@ -314,7 +371,7 @@ def run_prompt(
     tokens = tokens_of(model, out["input_ids"])  # the ids the check made: the engine was given them
     lens = _lens(model, tokens, out["lens"], out["model_top"], start)
     attention = _attention(tokens, shown, num_layers, out["pattern"], block) if shown is not None else None
-    shapes = {value.id: value.shape for value in model.describe(count)}
+    shapes = {value.id: value.shape for value in described(model, count)}
     nbytes = lens.top_ids.nbytes + lens.top_probs.nbytes + (attention.nbytes if attention is not None else 0)
     return PromptResult(prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8), ablation)
 
@@ -389,7 +446,7 @@ def run_value(
     """A summary of one standard value (``model.model.layers.0.mlp.mlp_output``) for ``prompt``."""
     ids = check_prompt(model, prompt)
     heads = check_ablate(model, ablate)
-    found = {value.id: value for value in model.describe()}
+    found = {value.id: value for value in described(model)}
     value = found.get(value_id)
     if value is None:
         raise ProbeError(f"no standard value {value_id!r} on this model")
@@ -443,17 +500,17 @@ def token_text(tokenizer) -> Callable[[int], str]:
         known = {}
 
     def text(i: int) -> str:
-        i = int(i)
-        if i not in known:
-            known[i] = tokenizer.decode([i])
-        return known[i]
+        found = known.get(i)
+        if found is None:
+            found = known[int(i)] = tokenizer.decode([int(i)])
+        return found
 
     return text
 
 
 def tokens_of(model, input_ids: Any) -> Tokens:
     """The `Tokens` of ``input_ids`` (a tensor, an array or a list of ids)."""
-    ids = tuple(int(i) for i in _numpy(input_ids, np.int64))
+    ids = tuple(_numpy(input_ids, np.int64).reshape(-1).tolist())
     text = token_text(model.tokenizer)
     return Tokens(ids, tuple(text(i) for i in ids))
 
@@ -471,7 +528,7 @@ def _lens(model, tokens: Tokens, rows: list, model_top: tuple, start: int) -> Le
     text = token_text(model.tokenizer)
     probs = np.stack([_numpy(p, np.float32) for p, _ in rows])
     top_ids = np.stack([_numpy(i, np.int64) for _, i in rows])
-    top_texts = tuple(tuple(tuple(text(int(i)) for i in cell) for cell in row) for row in top_ids)
+    top_texts = tuple(tuple(tuple(text(i) for i in cell) for cell in row) for row in top_ids.tolist())
     model_probs, model_ids = model_top
     return LensPanel(
         tokens, top_ids, probs, top_texts, _numpy(model_ids, np.int64), _numpy(model_probs, np.float32), start

@@ -280,12 +280,21 @@ class Session:
     def prompt(
         self, text: str, key: str = "prompt", *, layer: int | None = None, window: Any = None, ablate: Sequence = ()
     ) -> Future:
-        """What the explorer paints for ``text``: one engine request, a `PromptResult`.
+        """What the explorer paints for ``text``: one engine request.
 
-        The tokens, the model's prediction, the lens over ``window`` (the last positions
-        by default), layer ``layer``'s pattern (the first by default) and the values'
-        shapes. ``key`` names the asker: its pending layer, lens and preview requests
-        for an older prompt are dropped, and what the result holds is cached for them.
+        Args:
+            text: the prompt.
+            key: names the asker: its pending layer, lens and preview requests for an
+                older prompt are dropped, and what the result holds is cached for them.
+            layer: the layer whose attention pattern comes with it (the first by default).
+            window: the lens's positions: ``None`` (the last ones), a width, or
+                ``(start, stop)``.
+            ablate: ``(layer, head)`` pairs zeroed in this run; the result then carries the
+                change against the clean run.
+
+        Returns:
+            A future of a `PromptResult`: the tokens, the model's prediction, the lens,
+            the pattern and the values' shapes.
         """
         self._worker.drop(lambda pending: pending.startswith(f"{key}:"))
         heads = _heads(ablate)
@@ -314,11 +323,19 @@ class Session:
     def attention(
         self, text: str, layer: int, key: str = "prompt", *, ablate: Sequence = (), window: Any = None
     ) -> Future:
-        """Layer ``layer``'s `AttentionPanel` for ``text``: one request, cached.
+        """One layer's attention pattern for ``text``: one request, cached.
 
-        ``window=None``: the pattern as the prompt request ships it (pooled past
-        ``pattern_side`` tokens); ``window=(query_start, key_start)``: the exact cells of
-        at most ``pattern_side`` queries and keys from there (a zoom).
+        Args:
+            text: the prompt.
+            layer: the layer.
+            key: the asker (as for `prompt`).
+            ablate: ``(layer, head)`` pairs zeroed in this run.
+            window: ``None``: the pattern as the prompt request ships it (pooled past
+                ``pattern_side`` tokens); ``(query_start, key_start)``: the exact cells
+                of at most ``pattern_side`` queries and keys from there (a zoom).
+
+        Returns:
+            A future of an `AttentionPanel`.
         """
         heads = _heads(ablate)
         limit, side = self.max_result_bytes, self.pattern_side
@@ -335,7 +352,17 @@ class Session:
         )
 
     def lens(self, text: str, start: int, stop: int, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
-        """The `LensPanel` over positions ``start .. stop - 1`` of ``text``: one request, cached."""
+        """The logit lens over some positions of ``text``: one request, cached.
+
+        Args:
+            text: the prompt.
+            start, stop: the positions ``start .. stop - 1``.
+            key: the asker (as for `prompt`).
+            ablate: ``(layer, head)`` pairs zeroed in this run.
+
+        Returns:
+            A future of a `LensPanel`.
+        """
         heads = _heads(ablate)
         limit = self.max_result_bytes
         return self._cached(
@@ -345,7 +372,17 @@ class Session:
         )
 
     def value(self, text: str, value_id: str, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
-        """A `ValueSummary` of one standard value for ``text`` (shape, dtype, stats, preview): cached."""
+        """One standard value for ``text``, summarised: one request, cached.
+
+        Args:
+            text: the prompt.
+            value_id: the value's id in the tree, e.g. ``"model.model.layers.0.mlp.mlp_output"``.
+            key: the asker (as for `prompt`).
+            ablate: ``(layer, head)`` pairs zeroed in this run.
+
+        Returns:
+            A future of a `ValueSummary` (shape, dtype, statistics and a preview slice).
+        """
         heads = _heads(ablate)
         limit = self.max_result_bytes
         return self._cached(
@@ -393,44 +430,115 @@ class Session:
 
     # Interventions: each one call on the worker; see `interventions`.
     def patch(self, clean: str, corrupted: str, answer, foil, site: str = "layer_output", key: str = "patch") -> Future:
-        """Activation patching, clean into corrupted at every (layer, position) of ``site``
-        (per head for ``attention_head_outputs``); resolves to a `PatchResult`."""
+        """Activation patching: the clean run's ``site`` into the corrupted run, one cell at a time.
+
+        Args:
+            clean, corrupted: two prompts of the same token count.
+            answer, foil: tokens (an id or one token's text); the metric is
+                logit(answer) - logit(foil) at the last position.
+            site: ``layer_output``, ``attention_output``, ``mlp_output`` (a cell is a
+                layer and a position) or ``attention_head_outputs`` (a layer and a head).
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+
+        Returns:
+            A future of a `PatchResult` (its ``effect``: 0 is the corrupted run, 1 the clean).
+        """
         return self.request(key, lambda engine: patch(engine, clean, corrupted, answer, foil, site))
 
     def compare(self, first: str, second: str, answer, foil, key: str = "compare") -> Future:
-        """Both prompts' logit lens and their difference; resolves to a `PairLens`."""
+        """Both prompts' logit lens and their difference.
+
+        Args:
+            first, second: two prompts of the same token count.
+            answer, foil: tokens (an id or one token's text) whose logit difference is read.
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+
+        Returns:
+            A future of a `PairLens`.
+        """
         return self.request(key, lambda engine: compare(engine, first, second, answer, foil))
 
     def ablation(self, text: str, heads, key: str = "ablation") -> Future:
-        """``text`` with ``heads`` zeroed against the clean run; resolves to an `AblationDelta`."""
+        """``text`` with some heads zeroed, against the clean run: one request.
+
+        Args:
+            text: the prompt.
+            heads: ``(layer, head)`` pairs.
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+
+        Returns:
+            A future of an `AblationDelta` (the clean top-k's probabilities in both runs).
+        """
         return self.request(key, lambda engine: ablation(engine, text, heads))
 
     def generate(
         self, prompt: str, max_tokens: int = GENERATE_TOKENS, *, target=None, key: str = "generate", **sampling: Any
     ) -> Future:
-        """One engine request: ``prompt``, then up to ``max_tokens`` tokens (greedy unless
-        ``sampling``, vLLM's sampling settings, says otherwise); resolves to a
-        `GenerationResult`. ``target`` (a token id or one token's text) adds its
-        probability and rank to the lens modes."""
+        """``prompt``, then up to ``max_tokens`` tokens, with the lens at every step: one request.
+
+        Args:
+            prompt: the prompt.
+            max_tokens: how many tokens to generate at most.
+            target: a token (an id or one token's text) whose probability and rank are
+                added to the lens modes.
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+            sampling: vLLM's sampling settings (greedy unless they say otherwise).
+
+        Returns:
+            A future of a `GenerationResult`.
+        """
         return self.request(key, lambda engine: generate(engine, prompt, max_tokens, target=target, **sampling))
 
     def follow(self, prompt: str, target=None, key: str = "follow") -> Future:
-        """One engine request: the prompt's lens in every mode (`LensModes`), following
-        ``target`` (a token id or one token's text) at every layer and position."""
+        """The prompt's lens in every mode, following one token: one request.
+
+        Args:
+            prompt: the prompt.
+            target: the token followed at every layer and position (an id or one
+                token's text), or ``None``.
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+
+        Returns:
+            A future of `LensModes`.
+        """
         return self.request(key, lambda engine: follow(engine, prompt, target))
 
     def attribute(self, text: str, answer, foil=None, key: str = "attribute") -> Future:
-        """One engine request: each head's, MLP's and bias's direct effect on
-        logit(answer) - logit(foil) (logit(answer) alone without a foil) at the last
-        position; resolves to an `Attribution`, whose parts add up to its metric.
-        ``answer`` / ``foil``: a token's id or one token's text."""
+        """Who wrote the answer: each head's, MLP's and bias's direct effect, one request.
+
+        Args:
+            text: the prompt.
+            answer: a token (an id or one token's text).
+            foil: a second token, or ``None``: the metric is logit(answer) - logit(foil)
+                at the last position (logit(answer) alone without a foil).
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+
+        Returns:
+            A future of an `Attribution`, whose parts add up to its metric.
+        """
         return self.request(key, lambda engine: attribute(engine, text, answer, foil))
 
     def contributions(self, text: str, floor: float = FLOOR, key: str = "contributions") -> Future:
-        """One engine request: every block's contribution shares on the prompt (the
-        contribution graph, Ferrando & Voita); resolves to `Contributions`, whose
-        ``graph(threshold)`` keeps the routes to the last position. Attention shares
-        under ``floor`` are not returned (at most layers x tokens / floor edges)."""
+        """Every block's contribution shares on the prompt (the contribution graph,
+        Ferrando & Voita): one request.
+
+        Args:
+            text: the prompt.
+            floor: attention shares under it are not returned (at most
+                layers x tokens / floor edges).
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+
+        Returns:
+            A future of `Contributions`, whose ``graph(threshold)`` keeps the routes to
+            the last position.
+        """
 
         def run(engine):
             # Beside one layer's pattern: each position's messages per head, and their copy.
@@ -450,31 +558,85 @@ class Session:
         key: str = "steer",
         **sampling: Any,
     ) -> Future:
-        """One engine request: ``prompt`` continued with ``coefficient * vector`` added to
-        ``layers[layer].layer_output`` at every position and step, and without it;
-        resolves to a `SteerResult` (``steered`` and ``plain``, each a `GenerationResult`)."""
+        """``prompt`` continued with a vector added to one layer's output, and without it: one request.
+
+        Args:
+            prompt: the prompt.
+            vector: ``[hidden]`` (e.g. from `steering_vector`).
+            layer: ``coefficient * vector`` is added to ``layers[layer].layer_output`` at
+                every position and step.
+            coefficient: the vector's scale.
+            max_tokens: how many tokens each continuation has at most.
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+            sampling: vLLM's sampling settings (greedy unless they say otherwise).
+
+        Returns:
+            A future of a `SteerResult` (``steered`` and ``plain``, each a `GenerationResult`).
+        """
         return self.request(
             key, lambda engine: steer(engine, prompt, vector, layer, coefficient, max_tokens, **sampling)
         )
 
     def steering_vector(self, positive: str, negative: str, layer: int, key: str = "steering-vector") -> Future:
-        """One engine request: the mean ``layers[layer].layer_output`` over ``positive``
-        minus the same over ``negative``; resolves to a float32 numpy vector."""
+        """A steering vector from two prompts: one request.
+
+        Args:
+            positive, negative: the two prompts.
+            layer: whose ``layer_output`` is read.
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+
+        Returns:
+            A future of a float32 numpy vector: the mean ``layers[layer].layer_output``
+            over ``positive`` minus the same over ``negative``.
+        """
         return self.request(key, lambda engine: steering_vector(engine, positive, negative, layer))
 
     def branch(self, generation, step: int, token, max_tokens: int | None = None, key: str = "branch") -> Future:
-        """One engine request: ``generation`` with ``token`` forced at ``step``, continued
-        greedily; resolves to a `BranchResult`."""
+        """A generation with another token forced at one step, continued greedily: one request.
+
+        Args:
+            generation: the `GenerationResult` branched from.
+            step: the step whose token is replaced.
+            token: the forced token (an id or one token's text).
+            max_tokens: how many tokens the branch writes (by default as many as the original
+                wrote after ``step``, at least one).
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+
+        Returns:
+            A future of a `BranchResult`.
+        """
         return self.request(key, lambda engine: branch(engine, generation, step, token, max_tokens))
 
     def occlude(self, text: str, answer, mode: str = "replace", key: str = "occlude") -> Future:
-        """Each input token occluded in turn (replaced by a neutral token, or dropped):
-        the answer's logit and probability, all positions batched; resolves to an `Occlusion`."""
+        """Each input token occluded in turn, all positions in one request.
+
+        Args:
+            text: the prompt.
+            answer: the token whose logit and probability are read (an id or one token's text).
+            mode: ``"replace"`` (by a neutral token) or ``"drop"``.
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+
+        Returns:
+            A future of an `Occlusion`.
+        """
         return self.request(key, lambda engine: occlude(engine, text, answer, mode))
 
     def head_roles(self, text: str, key: str = "heads") -> Future:
-        """One engine request: each head's mean weight on the previous token, the first
-        token and itself over ``text``'s prefill; resolves to a `HeadRoles`."""
+        """Each head's mean weight on the previous token, the first token and itself over
+        ``text``'s prefill: one request.
+
+        Args:
+            text: the prompt.
+        key: names the asker; a newer request under the same key replaces one still
+            waiting (newest wins).
+
+        Returns:
+            A future of `HeadRoles`.
+        """
         return self.request(key, lambda engine: head_roles(engine, text))
 
     def support(self) -> dict:

@@ -1,13 +1,22 @@
-"""The widgets' front-end sources, served to anywidget as files.
+"""The widgets' front-end sources, served to anywidget from the package's files.
 
 ``nnterp_widgets/js/`` holds the ES modules and style sheets exactly as written: no build
-step and no generated copy. anywidget reads a ``pathlib.Path`` given as ``_esm`` / ``_css``
-and, with ``ANYWIDGET_HMR=1``, reloads the widget in the page when the file changes.
+step and no generated copy. A widget whose front end is one file gets that file
+(``_esm = path``; anywidget reads it and, with ``ANYWIDGET_HMR=1``, reloads the widget when
+it changes). The module tree's front end is an entry module and its parts in
+``js/module_tree/``; anywidget takes one module, so `module_text` inlines the parts the
+entry imports (``import { a } from "./module_tree/x.js";``) into one module text. The
+browser can also load the files themselves as ES modules: they are the same code.
 Each widget's trait contract is the comment at the top of its ``js/*.js``.
+
+Example::
+
+    text = module_text(MODULE_TREE_ESM)  # what ModuleTree._esm and the HTML export hold
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 JS_DIR: Path = Path(__file__).resolve().parent.parent / "js"
@@ -27,4 +36,62 @@ __all__ = [
     "POSITION_WINDOW_ESM",
     "STEP_SLIDER_CSS",
     "STEP_SLIDER_ESM",
+    "module_parts",
+    "module_text",
 ]
+
+#: The one import form a part may use: named bindings from a sibling file, on one line.
+LOCAL_IMPORT = re.compile(r'^import \{[\w$, ]+\} from "(\./[\w/]+\.js)";$', re.M)
+#: Any other import (a bare specifier, a URL, a dynamic import) is refused: nothing is fetched.
+ANY_IMPORT = re.compile(r"^\s*import\b|\bimport\s*\(", re.M)
+#: A part's top-level declarations, exported or not: the inlined parts share one scope.
+TOP_LEVEL = re.compile(r"^(?:export )?(?:async )?(?:function\*?|const|let|var|class) ([\w$]+)", re.M)
+#: A part's exports become plain declarations in the one module (the entry keeps its own).
+EXPORT = re.compile(r"^export (?=(?:async )?(?:function|const|let|var|class) )", re.M)
+
+
+def module_parts(entry: Path) -> list[Path]:
+    """``entry``'s local imports, depth first, each once, then ``entry``: the order the
+    parts are inlined in (a part comes before every part that imports it)."""
+    order: list[Path] = []
+    visiting: set[Path] = set()
+
+    def visit(path: Path) -> None:
+        if path in order:
+            return
+        if path in visiting:
+            raise ValueError(f"{path.name} imports itself through its imports")
+        visiting.add(path)
+        for relative in LOCAL_IMPORT.findall(path.read_text(encoding="utf-8")):
+            visit((path.parent / relative).resolve())
+        visiting.discard(path)
+        order.append(path)
+
+    visit(entry.resolve())
+    return order
+
+
+def module_text(entry: Path) -> str:
+    """One ES module: ``entry`` with its local imports inlined (`module_parts`' order).
+
+    Raises ``ValueError`` for an import of another form, or a top-level name declared by
+    two parts (the parts share the module's scope).
+    """
+    parts = module_parts(entry)
+    declared: dict[str, Path] = {}
+    texts = []
+    for path in parts:
+        text = LOCAL_IMPORT.sub("", path.read_text(encoding="utf-8"))
+        if ANY_IMPORT.search(text):
+            raise ValueError(f'{path.name}: only `import {{ ... }} from "./file.js";` lines are inlined')
+        for name in TOP_LEVEL.findall(text):
+            if name in declared:
+                raise ValueError(f"{name!r} is declared by both {declared[name].name} and {path.name}")
+            declared[name] = path
+        if path != parts[-1]:
+            if "export default" in text or re.search(r"^export \{", text, re.M):
+                raise ValueError(f"{path.name}: a part exports declarations only (the entry exports the module)")
+            text = EXPORT.sub("", text)
+        where = path.relative_to(entry.resolve().parent).as_posix()
+        texts.append(f"// ---- {where}\n{text.strip()}\n")
+    return "\n".join(texts)

@@ -34,7 +34,7 @@ from ..session.steering import SteerResult
 from ..session.generation import GenerationResult
 from ..session.intervention_results import PairLens, PatchResult
 from ..session.panels import AttentionPanel, LensPanel, PromptResult
-from .assets import JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM
+from .assets import JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
 from .attribution_figures import attribution_figure
 from .contribution_figures import contribution_figure, route_picture
 from .causal_figures import branch_html, continuations_html, occlusion_figure
@@ -93,8 +93,9 @@ def script_json(value) -> str:
 
 
 def _module_script() -> str:
-    """module_tree.js and the static model, one module (so the model can call its ``render``)."""
-    text = MODULE_TREE_ESM.read_text(encoding="utf-8") + "\n" + STATIC_MODEL_JS.read_text(encoding="utf-8")
+    """The module tree's module as the widget gets it, and the static model: one module
+    (so the model can call its ``render``)."""
+    text = module_text(MODULE_TREE_ESM) + "\n" + STATIC_MODEL_JS.read_text(encoding="utf-8")
     for end in _SCRIPT_ENDS:
         if end in text.lower():
             raise ValueError(f"the front end's source holds {end!r}, which would end its <script> in the page")

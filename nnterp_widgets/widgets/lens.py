@@ -27,7 +27,7 @@ from .figures import lens_figure, selection_shapes
 from .generation_figures import lens_mode_figure
 from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked
-from .position_window import PositionWindow
+from .lens_window import PositionWindow
 from ..session import Session
 
 __all__ = ["LogitLens"]

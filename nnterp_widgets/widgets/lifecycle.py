@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from ..session import Superseded
 
-__all__ = ["SHOWING", "Asking", "KernelThread", "OneAtATime", "close_all", "one_at_a_time"]
+__all__ = ["SHOWING", "Asking", "KernelThread", "OneAtATime", "all_of", "close_all", "one_at_a_time"]
 
 #: Held while a widget changes what it shows: an answer landing, a trait's observers, a
 #: handler of a child widget (a button, a text box), a public call that starts a request.
@@ -74,6 +74,32 @@ class KernelThread:
                 fn(*args)
         else:
             self.loop.call_soon_threadsafe(one_at_a_time(fn), *args)
+
+
+def all_of(futures: list) -> concurrent.futures.Future:
+    """One future for several requests: their results as a tuple once every one is done,
+    or the error of the first (in ``futures``' order) that failed."""
+    combined: concurrent.futures.Future = concurrent.futures.Future()
+    left = [len(futures)]
+    lock = threading.Lock()
+
+    def one_done(_) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0]:
+                return
+        for future in futures:
+            if future.cancelled():
+                combined.cancel()
+                return
+            if future.exception() is not None:
+                combined.set_exception(future.exception())
+                return
+        combined.set_result(tuple(future.result() for future in futures))
+
+    for future in futures:
+        future.add_done_callback(one_done)
+    return combined
 
 
 def close_all(widgets) -> None:

@@ -18,18 +18,17 @@ that head's column here only (``selected_head``): a head is no token.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import ipywidgets
 import traitlets
 
 from ..session.intervention_results import SITES, PairLens, PatchResult
-from .lifecycle import KernelThread, one_at_a_time
+from .lifecycle import Asking, all_of, one_at_a_time
 from .figures import selection_shapes
 from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
-from ..session import Session, Superseded
+from ..session import Session
 
 __all__ = ["DEFAULT_PAIR", "PatchPanel"]
 
@@ -41,7 +40,7 @@ def _box(value: str, description: str, width: str) -> ipywidgets.Text:
     return ipywidgets.Text(value=value, description=description, layout=ipywidgets.Layout(width=width))
 
 
-class PatchPanel(PlotPanel):
+class PatchPanel(Asking, PlotPanel):
     """``PatchPanel(session, clean=..., corrupted=..., answer=..., foil=..., site="layer_output")``.
 
     ``session``: anything with ``patch(clean, corrupted, answer, foil, site, key)`` and
@@ -72,12 +71,7 @@ class PatchPanel(PlotPanel):
         self._sweep: PatchResult | None = None
         self.pair: PairLens | None = None
         self._pair_inputs: tuple | None = None  # what ``pair`` was asked for
-        self._kernel = KernelThread()
-        self._idle = threading.Event()
-        self._idle.set()
-        self._error: BaseException | None = None
-        self._asked = 0  # the newest run asked for
-        self._shown = 0  # the newest run whose answers were handled (both callbacks call)
+        self._init_asking()
         self.clean_box = _box(clean, "clean", "48%")
         self.corrupted_box = _box(corrupted, "corrupted", "48%")
         self.answer_box = _box(answer, "answer", "220px")
@@ -113,46 +107,28 @@ class PatchPanel(PlotPanel):
         when it is not the one shown); both drawn when both have landed."""
         clean, corrupted = self.clean_box.value, self.corrupted_box.value
         answer, foil, site = self.answer_box.value, self.foil_box.value, self.site_picker.value
-        self._asked += 1
-        asked = self._asked
-        self._idle.clear()
-        self._error = None
         self.set_status("busy", f"patching {site}")
         inputs = (clean, corrupted, answer, foil)
-        try:
+
+        def both():  # the sweep's own error first: it checks what compare does
             futures = [self.session.patch(clean, corrupted, answer, foil, site=site, key=self.key)]
             if inputs != self._pair_inputs:
                 futures.append(self.session.compare(clean, corrupted, answer, foil, key=f"{self.key}-compare"))
-        except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
-            self._failed(error)
-            return
-        for future in futures:
-            future.add_done_callback(lambda done: self._kernel.call(self._landed, asked, inputs, futures))
+            return all_of(futures)
+
+        self._ask(both, lambda answers: self._landed(inputs, *answers))
 
     def wait(self, timeout: float | None = 600) -> PatchResult | None:
-        """Block until the newest run is shown (for scripts and tests); re-raises its error."""
-        if not self._idle.wait(timeout):
-            raise TimeoutError(f"no patching sweep from the engine within {timeout} s")
-        if self._error is not None:
-            raise self._error
+        """Block until the newest run is shown (works in a notebook cell); re-raises its error."""
+        self._wait_shown(timeout, "patching sweep")
         return self.result
 
     # ------------------------------------------------------------------ answers
 
-    def _landed(self, asked: int, inputs: tuple, futures: list) -> None:
-        if asked != self._asked or asked == self._shown or not all(f.done() for f in futures):
-            return  # a newer run is on its way, this one is shown, or the other answer is on its way
-        self._shown = asked
-        if any(f.cancelled() for f in futures):
-            return
-        errors = [f.exception() for f in futures if f.exception() is not None]
-        if errors:
-            if not isinstance(errors[0], Superseded):
-                self._failed(errors[0])  # the sweep's own error first: it checks what compare does
-            return
-        self._sweep = result = futures[0].result()
-        if len(futures) > 1:
-            self.pair, self._pair_inputs = futures[1].result(), inputs
+    def _landed(self, inputs: tuple, result: PatchResult, pair: PairLens | None = None) -> None:
+        self._sweep = result
+        if pair is not None:
+            self.pair, self._pair_inputs = pair, inputs
         self._render()
         layers, columns = result.patched.shape
         self.set_status(
@@ -161,11 +137,6 @@ class PatchPanel(PlotPanel):
             f"logit({result.answer_text!r}) − logit({result.foil_text!r}): clean {result.clean_metric:.4f}, "
             f"corrupted {result.corrupted_metric:.4f}",
         )
-        self._idle.set()
-
-    def _failed(self, error: BaseException) -> None:
-        self._error = error
-        self.set_status("error", f"{type(error).__name__}: {error}")
         self._idle.set()
 
     # ------------------------------------------------------------------ picture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import threading
 from typing import Any
 
 import anywidget
@@ -11,8 +10,8 @@ import numpy as np
 import traitlets
 
 from ..session import IDLE, PromptResult, Session, State, Status, Superseded
-from .assets import MODULE_TREE_CSS, MODULE_TREE_ESM
-from .lifecycle import KernelThread, OneAtATime, one_at_a_time
+from .assets import MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
+from .lifecycle import Asking, one_at_a_time
 
 #: What the tree says while the engine starts (its modules, shapes and reasons need none).
 STARTING = "starting the engine: the tree and the tokens are from the model's files; values fill in when it is ready"
@@ -20,16 +19,22 @@ STARTING = "starting the engine: the tree and the tokens are from the model's fi
 _ids = itertools.count()
 
 
-class ModuleTree(OneAtATime, anywidget.AnyWidget):
+class ModuleTree(Asking, anywidget.AnyWidget):
     """The module tree of the session's model.
 
     Unavailable values are greyed with their reason on hover; clicking a served value
     previews it for the current prompt (one engine request, cached by the session; the
     shapes come from the engine's description, without one). ``ModuleTree(session,
     prompt="...")`` runs its own prompt; inside an `Explorer` the explorer feeds it.
+
+    The preview is asked for as every view asks (`Asking`); a prompt of its own is a
+    second line of requests, whose answer asks for the preview again.
     """
 
-    _esm = MODULE_TREE_ESM
+    #: The explorer dims the tree by its box, and clears it when the prompt lands.
+    _clears_stale = False
+
+    _esm = module_text(MODULE_TREE_ESM)  # the entry with its parts inlined (assets.py)
     _css = MODULE_TREE_CSS
     tree = traitlets.List().tag(sync=True)
     selected = traitlets.Unicode("").tag(sync=True)
@@ -52,9 +57,7 @@ class ModuleTree(OneAtATime, anywidget.AnyWidget):
         self.result: PromptResult | None = None
         self.summary = None  # the previewed value's ValueSummary
         self._key = key if key is not None else f"tree-{next(_ids)}"
-        self._idle = threading.Event()
-        self._idle.set()
-        self._kernel = KernelThread()
+        self._init_asking()
         self._closed = False
         self.observe(self._on_selected, names="selected")
         self.observe(lambda change: self._show_tree(), names="step")
@@ -129,9 +132,8 @@ class ModuleTree(OneAtATime, anywidget.AnyWidget):
             self.tree = self.session.tree(tokens, step=self.step if self.step >= 0 else None)
 
     def wait(self, timeout: float | None = 300):
-        """Block until the asked-for preview has landed (for scripts and tests)."""
-        if not self._idle.wait(timeout):
-            raise TimeoutError(f"no preview from the engine within {timeout} s")
+        """Block until the asked-for preview has landed (works in a notebook cell); re-raises its error."""
+        self._wait_shown(timeout, "preview")
         return self.summary
 
     def set_status(self, state: State | str, message: str = "") -> None:
@@ -152,28 +154,20 @@ class ModuleTree(OneAtATime, anywidget.AnyWidget):
         self.summary = None
         self.preview, self.preview_data = {}, b""
         if result is None or not selected:
-            self._idle.set()  # nothing to wait for
-            return
-        self._idle.clear()
-        self.set_status(State.BUSY, "previewing the value")
-        try:
-            future = self.session.value(result.prompt, selected, self._key, ablate=result.ablate)
-        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
-            self.set_status(State.ERROR, f"{type(error).__name__}: {error}")
+            self._asked += 1  # nothing to show: an earlier preview on its way is not shown
+            self._error = None
             self._idle.set()
             return
-        future.add_done_callback(lambda done: self._kernel.call(self._preview_landed, result, selected, done))
+        self.set_status(State.BUSY, "previewing the value")
+        self._ask(
+            lambda: self.session.value(result.prompt, selected, self._key, ablate=result.ablate),
+            lambda summary: self._preview_landed(result, summary),
+        )
 
-    def _preview_landed(self, result: PromptResult, selected: str, future) -> None:
-        if self._closed or result is not self.result or selected != self.selected or future.cancelled():
-            return  # a newer prompt or selection is on its way
-        error = future.exception()
-        if error is not None:
-            if not isinstance(error, Superseded):
-                self.set_status(State.ERROR, f"{type(error).__name__}: {error}")
-                self._idle.set()
+    def _preview_landed(self, result: PromptResult, summary) -> None:
+        if self._closed:
             return
-        self._send_preview(result, future.result())
+        self._send_preview(result, summary)
         self.set_status(State.IDLE)
         self._idle.set()
 

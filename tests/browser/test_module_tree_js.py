@@ -1,10 +1,12 @@
 """Browser test of the ModuleTree front end (nnterp_widgets/js/module_tree.js) ALONE.
 
 This is not an engine or kernel test: a harness page (tests/browser/harness.html), served
-from a temp dir on 127.0.0.1 with the source files anywidget serves (module_tree.js and
-module_tree.css, copied as they are), imports the ES module and calls its ``render`` with a
-fake anywidget model (get/set/on/off/save_changes/send) holding fixture data. Python-side
-changes are simulated with ``model.pySet``.
+from a temp dir on 127.0.0.1, imports the ES module and calls its ``render`` with a fake
+anywidget model (get/set/on/off/save_changes/send) holding fixture data. Python-side
+changes are simulated with ``model.pySet``. Every test runs twice: on the module as
+anywidget gets it (`assets.module_text`: the entry with its parts inlined) and on the
+source files as they are (the entry importing js/module_tree/*.js), which must behave
+the same.
 
 Needs the ``playwright`` Python package and a system Chromium at /usr/bin/chromium:
 
@@ -27,7 +29,7 @@ import pytest
 
 from browser_support import CONTRAST_JS, SHOTS, require_browser
 from conftest import TOKEN_CASES
-from nnterp_widgets.widgets.assets import MODULE_TREE_CSS, MODULE_TREE_ESM
+from nnterp_widgets.widgets.assets import MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
 from nnterp_widgets.widgets.tokens import show_token
 
 sync_api = require_browser()
@@ -251,10 +253,14 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def base_url(tmp_path_factory):
+@pytest.fixture(scope="module", params=["served", "files"])
+def base_url(tmp_path_factory, request):
     root = tmp_path_factory.mktemp("module_tree_harness")
-    shutil.copy(MODULE_TREE_ESM, root / "module_tree.js")
+    if request.param == "served":  # one module, as anywidget gets it
+        (root / "module_tree.js").write_text(module_text(MODULE_TREE_ESM), encoding="utf-8")
+    else:  # the files as written: the browser resolves the entry's imports
+        shutil.copy(MODULE_TREE_ESM, root / "module_tree.js")
+        shutil.copytree(MODULE_TREE_ESM.parent / "module_tree", root / "module_tree")
     shutil.copy(MODULE_TREE_CSS, root / "module_tree.css")
     shutil.copy(HARNESS, root / "index.html")
     handler = functools.partial(_QuietHandler, directory=str(root))
