@@ -171,6 +171,21 @@ def test_tree_preview_is_the_engines_value(session, explorer):
     assert explorer.tree.wait(120) is summary and session.engine_requests - before == 1
 
 
+def test_a_standalone_tree_shows_its_prompt_and_the_value_selected_meanwhile(session):
+    """A tree with its own prompt: a value selected while the prompt is on its way is
+    previewed for that prompt once it lands (the selection does not replace the prompt)."""
+    tree = ModuleTree(session, prompt="The Colosseum is in the city of", key="standalone-tree")
+    try:
+        tree.selected = "model.model.layers.1.layer_output"  # before the prompt's answer
+        summary = tree.wait(120)
+        assert tree.result is not None and tree.result.prompt == "The Colosseum is in the city of"
+        assert summary is not None and summary.id == "model.model.layers.1.layer_output"
+        assert tree.preview["rows"] == list(tree.result.tokens.texts)
+        assert tree.status["state"] == "idle"
+    finally:
+        tree.close()
+
+
 def test_tree_shapes_need_no_request(session, explorer):
     count = len(explorer.result.tokens)
     values = {}

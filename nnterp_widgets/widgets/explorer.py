@@ -10,7 +10,6 @@ in any panel selects it in all of them. Answers are shown from the kernel's thre
 
 from __future__ import annotations
 
-import concurrent.futures
 import itertools
 import threading
 import time
@@ -19,7 +18,7 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
-from ..session import PromptResult, Session, State, Status, Superseded
+from ..session import PromptResult, Session, State, Status
 from .attention import AttentionView
 from .attribution import AttributionPanel
 from .contributions import ContributionPanel
@@ -28,7 +27,7 @@ from .steering import SteerPanel
 from .follow import FollowControl
 from .generation import GenerationView
 from .lens import LogitLens
-from .lifecycle import SHOWING, STALE, KernelThread, OneAtATime, close_all, one_at_a_time
+from .lifecycle import STALE, Asking, close_all, one_at_a_time
 from .plot_panel import row
 from .patching import PatchPanel
 from .tree import ModuleTree
@@ -44,9 +43,15 @@ PATTERN = "self_attn.attention_probabilities"
 WAITING = "waiting for the engine to start: {what} appears with the first answer"
 
 
-class Explorer(OneAtATime, widgets.VBox):
+class Explorer(Asking, widgets.VBox):
     """``Explorer(session=None, prompt="The Eiffel Tower is in the city of")``: on the
-    session's model (the trained model by default, `Session.open()`)."""
+    session's model (the trained model by default, `Session.open()`).
+
+    Its prompt is asked for as every view asks (`Asking`); the answer feeds every panel.
+    """
+
+    #: The explorer un-dims its panels itself when the prompt's answer lands (`update`).
+    _clears_stale = False
 
     selected_token = traitlets.Int(-1)
 
@@ -54,13 +59,7 @@ class Explorer(OneAtATime, widgets.VBox):
         self.session = session if session is not None else Session.open()
         self._key = f"explorer-{next(_ids)}"
         self.result: PromptResult | None = None
-        self._landed_event = threading.Event()
-        self._latest = 0  # the newest run; an older one that lands late is dropped
-        self._applied = 0  # the newest run shown (by the kernel's loop, or by `wait`)
-        self._future: concurrent.futures.Future | None = None
-        self._kernel = KernelThread()
-        self._lock = threading.Lock()
-        self._last_error: BaseException | None = None
+        self._init_asking()
         self._closed = False
         self.prompt_box = widgets.Text(
             value=prompt, description="prompt", continuous_update=False, layout=widgets.Layout(width="60%")
@@ -141,23 +140,13 @@ class Explorer(OneAtATime, widgets.VBox):
         shown in every panel when it lands; with heads ablated, the same request's clean
         invoke gives the change in the clean top-1's probability (the line under the status)."""
         heads = self.attention.ablated
-        with self._lock:
-            self._landed_event.clear()
-            self._latest += 1
-            run = self._latest
         self._set_status(State.BUSY, "running…")
         self._mark_stale(prompt)
         self._ablation_pending(heads)
-        self._future = None
-        try:
-            future = self.session.prompt(prompt, key=self._key, layer=self._layer(), ablate=heads)
-        except Exception as error:  # noqa: BLE001 - e.g. Busy: shown, not raised into the comm
-            self._fail(run, error)
-            return
-        self._future = future
-        future.add_done_callback(lambda done: self._kernel.call(self._landed, run, done))
+        self._ask(lambda: self.session.prompt(prompt, key=self._key, layer=self._layer(), ablate=heads), self._landed)
         if not self.session.ready:  # the tree and the tokens first, from the model's files
-            self.session.on_described(lambda: self._kernel.call(self._outline, run, prompt))
+            asked = self._asked
+            self.session.on_described(lambda: self._kernel.call(self._outline, asked, prompt))
 
     def _mark_stale(self, prompt: str) -> None:
         """Dim what shows an earlier prompt: the main panels until this answer lands; a
@@ -193,9 +182,9 @@ class Explorer(OneAtATime, widgets.VBox):
     def _tools(self) -> tuple:
         return (self.generation, self.attribution, self.contributions, self.occlusion, self.steering)
 
-    def _outline(self, run: int, prompt: str) -> None:
+    def _outline(self, asked: int, prompt: str) -> None:
         """Before the engine is ready: the prompt's tokens and the tree's shapes for them."""
-        if self._closed or run != self._latest or self.result is not None:
+        if self._closed or asked != self._asked or self.result is not None:
             return
         try:
             tokens = self.session.tokens(prompt)
@@ -243,53 +232,29 @@ class Explorer(OneAtATime, widgets.VBox):
         return self.attention.layer if self.attention.layer in layers else None
 
     def wait(self, timeout: float | None = 300) -> PromptResult | None:
-        """Block until the newest request has landed (for scripts and executed notebooks).
+        """Block until the newest prompt's answer is shown (for scripts and executed
+        notebooks; in a cell, the answer the blocked loop would show is shown here).
 
-        On the kernel's thread its loop is blocked by this call, so the answer it would
-        have shown is shown here.
+        Returns:
+            The `PromptResult` shown; its error is raised.
         """
-        started = time.monotonic()
-        future = self._future
-        if self._kernel.here() and future is not None and not self._landed_event.is_set():
-            if not concurrent.futures.wait([future], timeout).done:
-                raise TimeoutError(f"no answer from the engine within {timeout} s")
-            with SHOWING:
-                self._landed(self._latest, future)
-        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
-        if not self._landed_event.wait(left):
-            raise TimeoutError(f"no answer from the engine within {timeout} s")
-        if self._last_error is not None:
-            raise self._last_error
+        self._wait_shown(timeout, "answer")
         return self.result
 
-    def _landed(self, run: int, future) -> None:
-        # On the kernel's thread (or, in a script, the worker's, racing `run`): a result
-        # counts as landed only if no newer run started while it was being shown.
-        error = future.exception()
-        with self._lock:
-            if self._closed or isinstance(error, Superseded) or run != self._latest or run <= self._applied:
-                return  # a newer prompt is on its way, or this one is shown already
-            self._applied = run
-        if error is not None:
-            self._fail(run, error)
+    def _landed(self, result: PromptResult) -> None:
+        if self._closed:
             return
-        self.update(future.result())
+        self.update(result)
         if not self._ablation_done.is_set():
             self._show_ablation(self.result.ablation)
-        with self._lock:
-            if run == self._latest:
-                self._last_error = None
-                self._landed_event.set()
+        self._idle.set()
 
-    def _fail(self, run: int, error: BaseException) -> None:
+    def _failed(self, error: BaseException) -> None:
+        self._error = error
         self._set_status(State.ERROR, f"{type(error).__name__}: {error}")
-        with self._lock:
-            latest = run == self._latest
-            if latest:
-                self._last_error = error
-                self._landed_event.set()
-        if latest and not self._ablation_done.is_set():
+        if not self._ablation_done.is_set():
             self._show_ablation(None, error)
+        self._idle.set()
 
     def update(self, result: PromptResult) -> None:
         self.result = result

@@ -122,7 +122,7 @@ def tick_positions(count: int, max_labels: int = MAX_TICK_LABELS) -> list[int]:
     return list(range(0, count, step))
 
 
-def _token_axis(labels: Sequence[str], start: int = 0, max_labels: int = MAX_TICK_LABELS, **extra) -> dict:
+def token_axis(labels: Sequence[str], start: int = 0, max_labels: int = MAX_TICK_LABELS, **extra) -> dict:
     """A token axis whose ``labels`` are positions ``start``, ``start + 1`` ..., at most
     ``max_labels`` of them drawn (every n-th)."""
     vals = tick_positions(len(labels), max_labels)
@@ -238,7 +238,7 @@ def head_scale(weights: np.ndarray, first_key: bool) -> float:
 def _drawn_axis(labels: Sequence[str], start: int, axis: str, title: str) -> dict:
     """The overlaid axis that draws the heatmap's sparse labels over its hidden ``axis``."""
     other = "y" if axis == "x" else "x"
-    return _token_axis(
+    return token_axis(
         labels,
         start,
         ATTENTION_TICK_LABELS,
@@ -311,14 +311,14 @@ def attention_figure(panel: AttentionPanel, head: int, selected_token: int = -1)
             ),
         )
         layout.update(
-            xaxis=_token_axis(
+            xaxis=token_axis(
                 x_labels,
                 int(xs[0]),
                 ATTENTION_TICK_LABELS,
                 title=dict(text="key"),
                 tickfont=dict(size=ATTENTION_TICK_FONT),
             ),
-            yaxis=_token_axis(
+            yaxis=token_axis(
                 y_labels,
                 int(ys[0]),
                 ATTENTION_TICK_LABELS,
@@ -575,7 +575,7 @@ def lens_layout(
     count, layers = len(labels), len(layer_labels)
     return dict(
         title=dict(text=title),
-        xaxis=_token_axis(labels, start, title=dict(text=axis_title)),
+        xaxis=token_axis(labels, start, title=dict(text=axis_title)),
         yaxis=dict(
             tickmode="array",
             tickvals=list(range(layers)),

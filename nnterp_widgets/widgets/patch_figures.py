@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..session.intervention_results import PairLens, PatchResult
-from .figures import FIGURE_WIDTH, _token_axis, escape_token, selection_shapes
+from .figures import FIGURE_WIDTH, token_axis, escape_token, selection_shapes
 
 __all__ = ["PAIR_NAMES", "EFFECT_COLORSCALE", "pair_figure", "patch_figure"]
 
@@ -89,7 +89,7 @@ def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
             title=dict(text="head"),
         )
         if result.per_head
-        else _token_axis(labels, title=dict(text="position (clean prompt)"))
+        else token_axis(labels, title=dict(text="position (clean prompt)"))
     )
     title = (
         f"patching {result.site}: effect on {metric} "
@@ -150,7 +150,7 @@ def pair_figure(pair: PairLens, selected: int = -1, names: tuple[str, str] = ("f
     metric = f"logit({escape_token(pair.answer_text)}) − logit({escape_token(pair.foil_text)})"
     layout = dict(
         title=dict(text=f"lens of {metric}: {one} − {two}", font=dict(size=13)),
-        xaxis=_token_axis(first, title=dict(text=f"position ({one})")),
+        xaxis=token_axis(first, title=dict(text=f"position ({one})")),
         yaxis=_layer_axis(layers),
         shapes=selection_shapes(count, selected, row=False, column=True, rows=layers),
         uirevision=f"pair:{layers}:{count}",

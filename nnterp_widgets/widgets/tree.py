@@ -9,7 +9,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ..session import IDLE, PromptResult, Session, State, Status, Superseded
+from ..session import IDLE, PromptResult, Session, State, Status
 from .assets import MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
 from .lifecycle import Asking, one_at_a_time
 
@@ -27,8 +27,9 @@ class ModuleTree(Asking, anywidget.AnyWidget):
     shapes come from the engine's description, without one). ``ModuleTree(session,
     prompt="...")`` runs its own prompt; inside an `Explorer` the explorer feeds it.
 
-    The preview is asked for as every view asks (`Asking`); a prompt of its own is a
-    second line of requests, whose answer asks for the preview again.
+    Its prompt and the preview are asked for as every view asks (`Asking`): while a prompt
+    of its own is on its way, a new selection waits for it (its answer asks for the
+    selected value's preview).
     """
 
     #: The explorer dims the tree by its box, and clears it when the prompt lands.
@@ -58,6 +59,7 @@ class ModuleTree(Asking, anywidget.AnyWidget):
         self.summary = None  # the previewed value's ValueSummary
         self._key = key if key is not None else f"tree-{next(_ids)}"
         self._init_asking()
+        self._running = False  # a prompt of its own is on its way
         self._closed = False
         self.observe(self._on_selected, names="selected")
         self.observe(lambda change: self._show_tree(), names="step")
@@ -98,22 +100,22 @@ class ModuleTree(Asking, anywidget.AnyWidget):
     def run(self, prompt: str) -> None:
         """Ask the session for ``prompt`` (one engine request) and show it when it lands."""
         self.set_status(State.BUSY, "running the prompt")
-        future = self.session.prompt(prompt, key=self._key)
-        future.add_done_callback(lambda done: self._kernel.call(self._landed, done))
+        self._running = True
+        self._ask(lambda: self.session.prompt(prompt, key=self._key), self._landed)
 
-    def _landed(self, future) -> None:
-        error = future.exception()
-        if self._closed or isinstance(error, Superseded):
-            return
-        if error is not None:
-            self.set_status(State.ERROR, str(error))
-            return
-        self.update(future.result())
+    def _landed(self, result: PromptResult) -> None:
+        if not self._closed:
+            self.update(result)
+
+    def _failed(self, error: BaseException) -> None:
+        self._running = False
+        super()._failed(error)
 
     def update(self, result: PromptResult) -> None:
         """Show ``result``'s prompt: shapes on every value (from the engine's description),
         token chips, and the selected value's preview asked for again."""
         self.result = result
+        self._running = False
         with self.hold_sync():
             self._show_tree()
             self.prompt_tokens = list(result.tokens.texts)
@@ -150,6 +152,8 @@ class ModuleTree(Asking, anywidget.AnyWidget):
 
     def _ask_preview(self) -> None:
         """One request for the selected value's summary (cached by the session)."""
+        if self._running:
+            return  # the prompt's answer asks for it
         result, selected = self.result, self.selected
         self.summary = None
         self.preview, self.preview_data = {}, b""

@@ -23,7 +23,7 @@ from nnsight.intervention.interleaver import Mediator
 
 from ...errors import Unavailable
 from .. import module_of
-from .layer import StandardEnvoy, _contribution, _tensor_out, _tensor_out_back
+from .layer import StandardEnvoy, contribution_site, tensor_out, tensor_out_back
 from .values import StandardValue, matching
 
 #: Why the pattern is not served on a decode step.
@@ -230,7 +230,7 @@ class Attention(StandardEnvoy):
 
     KERNEL = "attn"
 
-    attention_output = StandardValue("attention_output", _contribution, _tensor_out, _tensor_out_back)
+    attention_output = StandardValue("attention_output", contribution_site, tensor_out, tensor_out_back)
     attention_queries = StandardValue("attention_queries", _kernel_in, *_queries)
     attention_keys = StandardValue("attention_keys", _kernel_in, *_keys)
     attention_values = StandardValue("attention_values", _kernel_in, *_values)

@@ -91,11 +91,13 @@ def _plain_in_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
     return _unbind(bound)
 
 
-def _tensor_out(layer: Envoy, raw: Any) -> torch.Tensor:
+def tensor_out(layer: Envoy, raw: Any) -> torch.Tensor:
+    """A module's output (the first of a tuple) as a private ``[1, tokens, ...]`` copy."""
     return batched(raw[0] if isinstance(raw, tuple) else raw)
 
 
-def _tensor_out_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
+def tensor_out_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
+    """``value`` back in the output's layout (the first of a tuple; the rest kept)."""
     if isinstance(raw, tuple):
         return (unbatched(value, raw[0]), *raw[1:])
     return unbatched(value, raw)
@@ -136,7 +138,7 @@ def _output(envoy: Envoy) -> str:
     return f"{envoy.path}.output"
 
 
-def _contribution(envoy: Envoy) -> str:
+def contribution_site(envoy: Envoy) -> str:
     """Where a block component's contribution to the stream is read."""
     if envoy.CONTRIBUTION is None:
         return f"{envoy.path}.output"
@@ -183,4 +185,4 @@ class PlainLayer(Layer):
         return stream
 
     layer_input = StandardValue("layer_input", _input, _plain_in, _plain_in_back)
-    layer_output = StandardValue("layer_output", _output, _tensor_out, _tensor_out_back)
+    layer_output = StandardValue("layer_output", _output, tensor_out, tensor_out_back)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .layer import StandardEnvoy, _contribution, _tensor_out, _tensor_out_back
+from .layer import StandardEnvoy, contribution_site, tensor_out, tensor_out_back
 from .values import StandardValue, batched, first_arg, unbatched, with_first_arg
 
 #: Why a gated MLP's ``mlp_activation`` is not served on vLLM.
@@ -39,7 +39,7 @@ class MLP(StandardEnvoy):
 
     DOWN = "down_proj"
 
-    mlp_output = StandardValue("mlp_output", _contribution, _tensor_out, _tensor_out_back)
+    mlp_output = StandardValue("mlp_output", contribution_site, tensor_out, tensor_out_back)
     mlp_neurons = StandardValue("mlp_neurons", _down_input, _neurons, _neurons_back)
 
 
@@ -60,6 +60,6 @@ class RoutedMLP(StandardEnvoy):
     """A mixture of experts: its output only."""
 
     UNAVAILABLE = {"mlp_neurons": ROUTED, "mlp_activation": ROUTED}
-    mlp_output = StandardValue("mlp_output", _contribution, _tensor_out, _tensor_out_back)
-    mlp_neurons = StandardValue("mlp_neurons", _contribution, _tensor_out)
-    mlp_activation = StandardValue("mlp_activation", _contribution, _tensor_out)
+    mlp_output = StandardValue("mlp_output", contribution_site, tensor_out, tensor_out_back)
+    mlp_neurons = StandardValue("mlp_neurons", contribution_site, tensor_out)
+    mlp_activation = StandardValue("mlp_activation", contribution_site, tensor_out)

@@ -10,7 +10,7 @@ dense gated MLPs and serve their neurons; the rest are mixtures of experts.
 
 from .tiny import EXPERT_SIZE, MOE, TinySpec
 from ...components.vllm.attention import INTERIOR
-from ...components.vllm.layer import StandardEnvoy, _contribution, _tensor_out, _tensor_out_back
+from ...components.vllm.layer import StandardEnvoy, contribution_site, tensor_out, tensor_out_back
 from ...components.vllm.mlp import GatedMLP, RoutedMLP
 from ...components.vllm.values import StandardValue, unavailable
 from .base import AVX2, H200, Family
@@ -25,7 +25,7 @@ class LatentAttention(StandardEnvoy):
 
     UNAVAILABLE = {name: LATENT for name in INTERIOR}
 
-    attention_output = StandardValue("attention_output", _contribution, _tensor_out, _tensor_out_back)
+    attention_output = StandardValue("attention_output", contribution_site, tensor_out, tensor_out_back)
     attention_queries = unavailable("attention_queries", LATENT)
     attention_keys = unavailable("attention_keys", LATENT)
     attention_values = unavailable("attention_values", LATENT)

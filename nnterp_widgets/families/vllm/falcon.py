@@ -11,7 +11,7 @@ goes back as equal shares.
 
 from .tiny import TinySpec
 from ...components.vllm.attention import Attention
-from ...components.vllm.layer import PlainLayer, _contribution, share_of_sum, whole_sum
+from ...components.vllm.layer import PlainLayer, contribution_site, share_of_sum, whole_sum
 from ...components.vllm.mlp import PlainMLP
 from ...components.vllm.values import StandardValue, batched, unbatched
 from .base import AVX2, H200, Family
@@ -28,12 +28,12 @@ def _without_bias(envoy, raw, value):
 
 
 class FalconAttention(Attention):
-    attention_output = StandardValue("attention_output", _contribution, _with_bias, _without_bias)
+    attention_output = StandardValue("attention_output", contribution_site, _with_bias, _without_bias)
 
 
 class FalconMLP(PlainMLP):
     DOWN = "dense_4h_to_h"
-    mlp_output = StandardValue("mlp_output", _contribution, _with_bias, _without_bias)
+    mlp_output = StandardValue("mlp_output", contribution_site, _with_bias, _without_bias)
 
 
 def _kv_heads(config) -> int:
