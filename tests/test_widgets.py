@@ -706,6 +706,28 @@ def test_steer_panel_shows_both_continuations_aligned_and_a_refusal(session, exp
     assert panel.wait(120) is not None and "differ" in panel.message.value
 
 
+def test_the_generation_figure_follows_the_page_theme(session, explorer):
+    """The tree reports the page's theme; the generation view's figure takes it too (it is
+    no plot panel of its own), and keeps it through a new step and a new generation."""
+    import plotly.io as pio
+
+    dark = pio.templates["plotly_dark"].layout.paper_bgcolor
+    view = explorer.generation
+    try:
+        explorer.tree.theme = "dark"
+        view.generate(2)
+        view.wait(120)
+        assert view.figure.layout.template.layout.paper_bgcolor == dark
+        view.step_slider.value = 1
+        view.show_mode("entropy")  # other traces: the figure's layout is replaced
+        assert view.figure.layout.template.layout.paper_bgcolor == dark
+        explorer.tree.theme = "light"
+        assert view.figure.layout.template.layout.paper_bgcolor != dark
+    finally:
+        explorer.tree.theme = "light"
+        view.show_mode("top-1")
+
+
 def test_a_branch_from_the_generation_view_is_shown_beside_the_original(session, explorer):
     view = explorer.generation
     view.generate(4)

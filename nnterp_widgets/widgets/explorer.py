@@ -98,7 +98,7 @@ class Explorer(Asking, widgets.VBox):
         self.generation.observe(one_at_a_time(self._on_step), "step")  # the tree and the attention view follow the step
         for panel in self.panels:
             traitlets.link((self, "selected_token"), (panel, "selected_token"))
-        for panel in (self.attention, self.lens):
+        for panel in (self.attention, self.lens, self.generation):
             traitlets.dlink((self.tree, "theme"), (panel, "theme"))  # plotly follows the page
         self.prompt_box.observe(lambda change: self.run(change["new"]), names="value")
         self.run_button.on_click(lambda button: self.run(self.prompt_box.value))

@@ -24,7 +24,7 @@ from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
 from .causal_figures import branch_html
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .lifecycle import Asking, close_all, one_at_a_time
-from .plot_panel import FigureSlot, clicked, show_figure
+from .plot_panel import FigureSlot, apply_theme, clicked, show_figure
 from ..session import Session
 
 __all__ = ["GenerationView", "PREFILL_NOTE", "StepSlider", "step_caption"]
@@ -65,6 +65,8 @@ class GenerationView(Asking, ipywidgets.VBox):
     pick = traitlets.Bool(False)
     #: The last picked cell: ``{"layer", "position", "id", "text"}``.
     picked = traitlets.Dict()
+    #: The page's theme ("light" / "dark"), which the figure follows (the explorer links it).
+    theme = traitlets.Unicode("light")
 
     figure = FigureSlot()
 
@@ -98,6 +100,8 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.branch_button.on_click(lambda button: self.branch(self.branch_picker.value))
         self.generate_button.on_click(lambda button: self.generate(self.tokens_input.value))
         self.step_slider.observe(one_at_a_time(self._on_step), "value")
+        self._themed: str | None = None  # the theme the figure has
+        self.observe(lambda change: self._theme_figure(), "theme")
         super().__init__(
             [
                 ipywidgets.HBox([self.tokens_input, self.generate_button, self.step_slider]),
@@ -220,8 +224,15 @@ class GenerationView(Asking, ipywidgets.VBox):
                 shape.name = "step"
         if show_figure(self.figure, fig):
             self.figure.data[0].on_click(self._on_click)
+            self._themed = None  # a replaced layout dropped the template
+        self._theme_figure()
         if not self.figure_box.children:
             self.figure_box.children = (self.figure,)
+
+    def _theme_figure(self) -> None:
+        if self.result is not None and self._themed != self.theme:
+            apply_theme(self.figure, self.theme)
+            self._themed = self.theme
 
     def _on_click(self, trace, points, state=None) -> None:
         """Click on a cell: show its step, or with ``pick`` on, pick its top-1 token."""

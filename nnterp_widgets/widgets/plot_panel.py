@@ -21,6 +21,11 @@ from .lifecycle import OneAtATime, close_all, one_at_a_time
 TEMPLATES = {"light": "plotly", "dark": "plotly_dark"}
 
 
+def apply_theme(widget: go.FigureWidget, theme: str) -> None:
+    """Give ``widget`` the plotly template of the page's ``theme`` ("light" or "dark")."""
+    widget.layout.template = pio.templates[TEMPLATES.get(theme, TEMPLATES["light"])]
+
+
 class FigureSlot:
     """A widget's `FigureWidget`, made the first time it is used (``figure = FigureSlot()``
     on the class).
@@ -187,7 +192,7 @@ class PlotPanel(OneAtATime, ipywidgets.VBox):
     def _apply_theme(self, widget: go.FigureWidget, force: bool = False) -> None:
         theme = self.theme if self.theme in TEMPLATES else "light"
         if force or self._themed.get(id(widget)) != theme:
-            widget.layout.template = pio.templates[TEMPLATES[theme]]
+            apply_theme(widget, theme)
             self._themed[id(widget)] = theme
 
     @contextlib.contextmanager
