@@ -17,6 +17,8 @@ from typing import Any, Callable
 import ipywidgets
 
 from ..session.generation import MODES, TARGET_MODES, LensModes
+from .generation import GenerationView
+from .lens import LogitLens
 from .lifecycle import Asking, close_all, one_at_a_time
 from .plot_panel import row
 from ..session import Session
@@ -34,7 +36,13 @@ class FollowControl(Asking, ipywidgets.VBox):
     explorer's prompt; ``lens`` a `LogitLens`, ``generation`` a `GenerationView`."""
 
     def __init__(
-        self, session: Session, prompt: Callable[[], str], lens, generation, key: str = "follow", **kwargs: Any
+        self,
+        session: Session,
+        prompt: Callable[[], str],
+        lens: LogitLens,
+        generation: GenerationView,
+        key: str = "follow",
+        **kwargs: Any,
     ) -> None:
         self.session = session
         self._prompt = prompt
