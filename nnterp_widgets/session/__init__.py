@@ -9,6 +9,7 @@ from .generation import GenerationError, GenerationResult, GenerationStep, LensM
 from .heads import HeadRoles
 from .intervention_results import AblationDelta, PairLens, PatchResult
 from .interventions import InterventionError
+from .kernel_thread import KernelThread
 from .panels import AttentionPanel, LensPanel, PromptResult, Tokens, ValueSummary
 from .prompt_requests import ProbeError, ResultTooLarge
 from .session import Session
@@ -33,6 +34,7 @@ __all__ = [
     "GenerationStep",
     "HeadRoles",
     "InterventionError",
+    "KernelThread",
     "LensModes",
     "LensPanel",
     "PairLens",

@@ -28,6 +28,7 @@ from .memory import check_memory, free_bytes
 from .panels import Tokens
 from .steering import steer, steering_vector
 from .heads import head_roles
+from .kernel_thread import KernelThread
 from .interventions import ablation, compare, patch
 from . import prompt_requests
 from .status import STARTING, State, Status
@@ -61,40 +62,31 @@ class _StartProgress:
     """A progress bar for engine start (tqdm: a widget in a notebook, text elsewhere).
 
     The engine starts on the worker thread, but a notebook's bar is a widget, which only
-    the kernel's thread touches: where an asyncio loop runs (a kernel), every change and
-    the once-a-second redraw of the elapsed time are handed to that loop. Where none runs
-    (a script), the text bar is drawn from the thread that changes it, and a ticker thread
-    redraws the elapsed time.
+    the kernel's thread touches (`KernelThread`): where an asyncio loop runs (a kernel),
+    every change and the once-a-second redraw of the elapsed time are handed to that loop.
+    Where none runs (a script), the text bar is drawn from the thread that changes it, and
+    a ticker thread redraws the elapsed time.
     """
 
     def __init__(self, what: str) -> None:
-        import asyncio
-
         from tqdm.auto import tqdm
 
-        try:
-            self._loop: "asyncio.AbstractEventLoop | None" = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
+        self._kernel = KernelThread()
         self._bar = tqdm(total=2, desc=f"opening {what}", bar_format="{desc}: {n}/{total} [{elapsed}]")
         self._done = threading.Event()
-        if self._loop is not None:
-            self._loop.call_later(TICK_S, self._tick_on_loop)
+        if self._kernel.loop is not None:
+            self._kernel.loop.call_later(TICK_S, self._tick_on_loop)
         else:
             threading.Thread(target=self._tick_in_thread, daemon=True).start()
 
     def _here(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the kernel's thread (or at once where no loop runs)."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            fn()
-        else:
-            loop.call_soon_threadsafe(fn)
+        self._kernel.call(fn)
 
     def _tick_on_loop(self) -> None:
         if not self._done.is_set():
             self._bar.refresh()
-            self._loop.call_later(TICK_S, self._tick_on_loop)
+            self._kernel.loop.call_later(TICK_S, self._tick_on_loop)
 
     def _tick_in_thread(self) -> None:
         while not self._done.wait(TICK_S):

@@ -4,8 +4,8 @@ change at a time (`SHOWING`), and closing it closes every widget it holds (`clos
 A session's futures resolve, and its status listeners are called, on the engine's worker
 thread. Widgets set traits (which send comm messages) only from the kernel's own thread,
 the one that built them: in a kernel it runs an asyncio loop, and a callback is handed to
-that loop (``call_soon_threadsafe``). Where no loop runs (a script, a test) the callback
-runs at once on the engine's thread, while the script sets traits on its own: both hold
+that loop (the session's `KernelThread`). Where no loop runs (a script, a test) the
+callback runs at once on the engine's thread, while the script sets traits on its own: both hold
 `SHOWING`, so an answer is never shown halfway through a change the script made (a
 figure updated from two threads at once breaks plotly's batch update). In a kernel the
 lock is never contended.
@@ -16,13 +16,12 @@ Never block on the engine while holding it: the engine's thread needs it to show
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import functools
 import threading
 from typing import Any, Callable
 
-from ..session import Superseded
+from ..session import Superseded, kernel_thread
 
 __all__ = ["SHOWING", "Asking", "KernelThread", "OneAtATime", "all_of", "close_all", "one_at_a_time"]
 
@@ -50,30 +49,11 @@ class OneAtATime:
             super().notify_change(change)
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-class KernelThread:
-    """Built on the kernel's thread; ``call(fn, *args)`` runs ``fn`` there."""
-
-    def __init__(self) -> None:
-        self.loop = _running_loop()
-
-    def here(self) -> bool:
-        """Whether this is the kernel's thread (or no loop runs: nothing to hand over to)."""
-        loop = self.loop
-        return loop is None or loop.is_closed() or _running_loop() is loop
+class KernelThread(kernel_thread.KernelThread):
+    """The session's `KernelThread`, whose calls hold `SHOWING` (they change what a widget shows)."""
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
-        if self.here():
-            with SHOWING:
-                fn(*args)
-        else:
-            self.loop.call_soon_threadsafe(one_at_a_time(fn), *args)
+        super().call(one_at_a_time(fn), *args)
 
 
 def all_of(futures: list) -> concurrent.futures.Future:
