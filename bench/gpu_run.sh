@@ -69,6 +69,9 @@ if want tests; then
     else echo "the trained model's package is missing: tests/test_trained_model.py left out" | tee -a "$SUMMARY"; fi
     if $PY -c "import anywidget, ipywidgets, plotly" 2>/dev/null; then files+=(tests/test_widgets.py)
     else echo "widget stack missing (kit call 4): tests/test_widgets.py left out" | tee -a "$SUMMARY"; fi
+    # Last, so that a time limit cuts these first: their transformers references were
+    # made device-aware without a GPU run yet.
+    files+=(tests/test_interventions.py tests/test_causal.py)
     run_part tests "$TESTS_S" "$OUT/tests.log" $PY -m pytest -p no:cacheprovider -v -rfE --device=cuda \
       --junitxml="$OUT/tests.xml" "${files[@]}" ${TESTS_ARGS:-}
     { echo '```'; grep -E " (PASSED|FAILED|ERROR|SKIPPED)|^(FAILED|ERROR) |=====" "$OUT/tests.log" | tail -120; echo '```'; echo; } >> "$SUMMARY"

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+import devices
 from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.session import InterventionError
@@ -76,7 +77,7 @@ class Reference:
 
 
 def _ids(tokenizer, text):
-    return tokenizer(text, return_tensors="pt")["input_ids"]
+    return tokenizer(text, return_tensors="pt")["input_ids"].to(devices.DEVICE)
 
 
 def _hf_run(model, ids, hooks):
@@ -221,7 +222,7 @@ def test_ablated_logits_match_transformers(session, hf):
 
     logits = session.request("ablate", run).result(timeout=120)
     expected = _hf_ablated(hf, HEADS)
-    torch.testing.assert_close(logits[0, -1].float().cpu(), expected, **TOL)
+    torch.testing.assert_close(logits[0, -1].float().cpu(), expected.cpu(), **TOL)
     assert not torch.allclose(expected, _hf_run(hf.model, _ids(hf.tokenizer, CLEAN), []), atol=1e-3)
 
 
@@ -239,7 +240,7 @@ def test_ablation_per_layer_between_reads(session, hf):
         return streams, logits
 
     streams, logits = session.request("ablate-layers", run).result(timeout=120)
-    torch.testing.assert_close(logits[0, -1].float().cpu(), _hf_ablated(hf, HEADS), **TOL)
+    torch.testing.assert_close(logits[0, -1].float().cpu(), _hf_ablated(hf, HEADS).cpu(), **TOL)
     assert torch.all(streams[3][0, :, [2, 3]] == 0) and torch.all(streams[1][0, :, 1] == 0)
 
 
@@ -250,19 +251,19 @@ def test_prompt_request_ablates(session, hf):
     ablated = torch.softmax(_hf_ablated(hf, HEADS), dim=-1)
     top = ablated.topk(5)
     assert result.ablate == tuple(sorted(HEADS))
-    np.testing.assert_array_equal(result.lens.model_top_ids, top.indices.numpy())
-    np.testing.assert_allclose(result.lens.model_top_probs, top.values.numpy(), atol=1e-5)
-    np.testing.assert_array_equal(result.lens.top_ids[-1, -1], top.indices.numpy())
+    np.testing.assert_array_equal(result.lens.model_top_ids, top.indices.cpu().numpy())
+    np.testing.assert_allclose(result.lens.model_top_probs, top.values.cpu().numpy(), atol=1e-5)
+    np.testing.assert_array_equal(result.lens.top_ids[-1, -1], top.indices.cpu().numpy())
     clean = session.prompt(CLEAN, key="clean-prompt").result(timeout=120)
     assert not np.allclose(clean.lens.model_top_probs, result.lens.model_top_probs, atol=1e-4)
     # Its second invoke is the clean run: the change of the clean top-k, as transformers has it.
     clean_probs = torch.softmax(_hf_run(hf.model, _ids(hf.tokenizer, CLEAN), []), dim=-1)
     delta, top = result.ablation, clean_probs.topk(5)
     assert clean.ablation is None and delta.heads == tuple(sorted(HEADS))
-    np.testing.assert_array_equal(delta.ids, top.indices.numpy())
-    np.testing.assert_allclose(delta.clean, top.values.numpy(), atol=1e-5)
-    np.testing.assert_allclose(delta.ablated, ablated[top.indices].numpy(), atol=1e-5)
-    np.testing.assert_array_equal(delta.ablated_ids, ablated.topk(5).indices.numpy())
+    np.testing.assert_array_equal(delta.ids, top.indices.cpu().numpy())
+    np.testing.assert_allclose(delta.clean, top.values.cpu().numpy(), atol=1e-5)
+    np.testing.assert_allclose(delta.ablated, ablated[top.indices].cpu().numpy(), atol=1e-5)
+    np.testing.assert_array_equal(delta.ablated_ids, ablated.topk(5).indices.cpu().numpy())
     with pytest.raises(InterventionError, match="out of range"):
         session.prompt(CLEAN, ablate=[(99, 0)], key="bad-ablate").result(timeout=120)
     assert session.prompt(CLEAN, ablate=HEADS[:1], key="bad-ablate").result(timeout=120).ablate == (HEADS[0],)
@@ -274,11 +275,11 @@ def test_ablation_delta_matches_transformers(session, hf):
     ablated = torch.softmax(_hf_ablated(hf, HEADS), dim=-1)
     top = clean.topk(5)
     assert delta.heads == tuple(sorted(HEADS))
-    np.testing.assert_array_equal(delta.ids, top.indices.numpy())
-    np.testing.assert_allclose(delta.clean, top.values.numpy(), atol=1e-5)
-    np.testing.assert_allclose(delta.ablated, ablated[top.indices].numpy(), atol=1e-5)
+    np.testing.assert_array_equal(delta.ids, top.indices.cpu().numpy())
+    np.testing.assert_allclose(delta.clean, top.values.cpu().numpy(), atol=1e-5)
+    np.testing.assert_allclose(delta.ablated, ablated[top.indices].cpu().numpy(), atol=1e-5)
     np.testing.assert_allclose(delta.top1_delta, float(ablated[top.indices[0]] - top.values[0]), atol=1e-5)
-    np.testing.assert_array_equal(delta.ablated_ids, ablated.topk(5).indices.numpy())
+    np.testing.assert_array_equal(delta.ablated_ids, ablated.topk(5).indices.cpu().numpy())
 
 
 def test_pair_lens_matches_transformers(session, hf, answer_foil):
@@ -292,10 +293,10 @@ def test_pair_lens_matches_transformers(session, hf, answer_foil):
         _hf_run(hf.model, _ids(hf.tokenizer, text), hooks)
         with torch.no_grad():
             logits = torch.stack([hf.lens(streams[i])[0] for i in sorted(streams)])
-        np.testing.assert_allclose(diff, (logits[..., answer] - logits[..., foil]).numpy(), **TOL)
+        np.testing.assert_allclose(diff, (logits[..., answer] - logits[..., foil]).cpu().numpy(), **TOL)
         top = torch.softmax(logits, dim=-1).topk(5, dim=-1)
-        np.testing.assert_array_equal(lens.top_ids, top.indices.numpy())
-        np.testing.assert_allclose(lens.top_probs, top.values.numpy(), atol=1e-5)
+        np.testing.assert_array_equal(lens.top_ids, top.indices.cpu().numpy())
+        np.testing.assert_allclose(lens.top_probs, top.values.cpu().numpy(), atol=1e-5)
     np.testing.assert_array_equal(pair.difference, pair.first_diff - pair.second_diff)
     assert np.all(pair.difference[:, 0] == 0)  # the shared first token
 
