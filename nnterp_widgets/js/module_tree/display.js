@@ -1,6 +1,7 @@
 /**
  * module_tree/display.js: the `tree` trait's nodes as display items (nodes, groups of
- * repeated blocks, values), with the maps the view navigates by. Pure data: no DOM.
+ * repeated blocks, values), with the maps the view navigates by, and the rows a filter
+ * and the expanded items show (`visibleRows`). Pure data: no DOM.
  */
 
 import { asArray, asInt, asObj, asStr, lower } from "./dom.js";
@@ -133,4 +134,59 @@ export function kidsOf(item) {
   if (item.kind === "node") return item.values.concat(item.children);
   if (item.kind === "group") return item.members;
   return [];
+}
+
+/**
+ * The rows the tree shows, in order: the items matching ``filterText`` (a node also when
+ * a descendant matches) under the ones ``isExpanded(item)`` opens. Returns
+ * ``{ rows, matches, q }``: each row ``{ item, level, setsize, posinset, expandable,
+ * expanded, parentKey }``, the number of matching items, and the lower-cased query.
+ */
+export function visibleRows(display, filterText, isExpanded) {
+  const q = lower(filterText.trim());
+  let matches = 0;
+
+  // view = { item, kids: [view], hit: bool } ; null when filtered out
+  function view(item) {
+    if (item.kind === "value") {
+      const hit = q !== "" && item.hay.includes(q);
+      if (q && !hit) return null;
+      if (hit) matches++;
+      return { item, kids: [], hit };
+    }
+    const kids = [];
+    for (const k of kidsOf(item)) {
+      const v = view(k);
+      if (v) kids.push(v);
+    }
+    const hit = q !== "" && item.kind === "node" && item.hay.includes(q);
+    if (q && !hit && kids.length === 0) return null;
+    if (hit) matches++;
+    return { item, kids, hit };
+  }
+
+  const out = [];
+  function flatten(views, level, parentKey) {
+    views.forEach((v, i) => {
+      const expandable = v.kids.length > 0;
+      const open = expandable && isExpanded(v.item);
+      out.push({
+        item: v.item,
+        level,
+        setsize: views.length,
+        posinset: i + 1,
+        expandable,
+        expanded: open,
+        parentKey,
+      });
+      if (open) flatten(v.kids, level + 1, v.item.key);
+    });
+  }
+  const top = [];
+  for (const r of display.roots) {
+    const v = view(r);
+    if (v) top.push(v);
+  }
+  flatten(top, 1, "");
+  return { rows: out, matches, q };
 }

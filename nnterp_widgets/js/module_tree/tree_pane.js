@@ -7,8 +7,8 @@
  * filter, scroll and focus are this view's own and survive every re-render.
  */
 
-import { buildDisplay, kidsOf } from "./display.js";
-import { asStr, h, lower } from "./dom.js";
+import { buildDisplay, visibleRows } from "./display.js";
+import { asStr, h } from "./dom.js";
 import { fmtShape, highlighted } from "./format.js";
 
 const INDENT_PX = 14;
@@ -78,52 +78,7 @@ export function treePane({ model, on, uid }) {
 
   /* ---- visible rows */
   function computeRows() {
-    const q = lower(filterText.trim());
-    let matches = 0;
-
-    // view = { item, kids: [view], hit: bool } ; null when filtered out
-    function view(item) {
-      if (item.kind === "value") {
-        const hit = q !== "" && item.hay.includes(q);
-        if (q && !hit) return null;
-        if (hit) matches++;
-        return { item, kids: [], hit };
-      }
-      const kids = [];
-      for (const k of kidsOf(item)) {
-        const v = view(k);
-        if (v) kids.push(v);
-      }
-      const hit = q !== "" && item.kind === "node" && item.hay.includes(q);
-      if (q && !hit && kids.length === 0) return null;
-      if (hit) matches++;
-      return { item, kids, hit };
-    }
-
-    const out = [];
-    function flatten(views, level, parentKey) {
-      views.forEach((v, i) => {
-        const expandable = v.kids.length > 0;
-        const open = expandable && isExpanded(v.item);
-        out.push({
-          item: v.item,
-          level,
-          setsize: views.length,
-          posinset: i + 1,
-          expandable,
-          expanded: open,
-          parentKey,
-        });
-        if (open) flatten(v.kids, level + 1, v.item.key);
-      });
-    }
-    const top = [];
-    for (const r of display.roots) {
-      const v = view(r);
-      if (v) top.push(v);
-    }
-    flatten(top, 1, "");
-    return { rows: out, matches, q };
+    return visibleRows(display, filterText, isExpanded);
   }
 
   /* ---- tree rendering */
