@@ -87,6 +87,15 @@ class StandardizedVLLM(VLLM):
     ``on_tree(model)`` is called once the module tree, the sizes and the tokenizer exist
     and before the engine's processes start (seconds, where the start takes tens): what
     needs no engine (`describe`, `describe_modules`, ``tokenizer``) works from then on.
+
+    Args:
+        name_or_path: a checkpoint's folder (or a hub id where a hub is reachable).
+        dispatch: start the engine now (nnsight's meaning).
+        dtype: vLLM's dtype ("auto": the checkpoint's own; a `Session` asks for float32 on the CPU).
+        gpu_memory_utilization: vLLM's share of the GPU's memory.
+        on_tree: called with the model once its tree exists, before the engine starts.
+        in_process: run vLLM's engine core and worker in this process.
+        vllm_kwargs: vLLM's engine arguments (``max_model_len``, ``tensor_parallel_size``, ...).
     """
 
     def __init__(
@@ -290,11 +299,16 @@ class StandardizedVLLM(VLLM):
     # -- availability ----------------------------------------------------------
 
     def support(self, step: int | None = None) -> dict[str, str | None]:
-        """Every value name -> ``None`` (served) or the reason it is not.
+        """Which standard values the engine serves, and why not the others.
 
-        ``step``: a generation step, 0 the prefill and 1 on the decode steps, where the
-        values served on the prefill only carry their reason (`DECODE`); ``None``
-        (outside any step) lists them as served, as the seed's ``support()`` does.
+        Args:
+            step: a generation step, 0 the prefill and 1 on the decode steps, where the
+                values served on the prefill only carry their reason (`DECODE`); ``None``
+                (outside any step) lists them as served, as the seed's ``support()`` does.
+
+        Returns:
+            Every value name (``"self_attn.attention_probabilities"``) -> ``None`` (served)
+            or the reason it is not.
         """
         if step is not None and (isinstance(step, bool) or not isinstance(step, int) or step < 0):
             raise ValueError(STEP.format(step=step))
@@ -311,23 +325,43 @@ class StandardizedVLLM(VLLM):
     # -- description -----------------------------------------------------------
 
     def describe(self, tokens: int | None = None, step: int | None = None) -> tuple[ValueDescription, ...]:
-        """Every standard value, in execution order: availability and reason, writable,
-        order, token axis, and its shape for a prompt of ``tokens`` tokens. ``step``: the
-        availability on that generation step, as ``support(step)``. Runs nothing."""
+        """Every standard value, in execution order. Runs nothing.
+
+        Args:
+            tokens: the prompt length the shapes are given for (``None``: no shapes).
+            step: the availability on that generation step, as ``support(step)``.
+
+        Returns:
+            A `ValueDescription` per value: availability and reason, writable, order,
+            token axis and shape.
+        """
         if step is not None:
             self.support(step)  # the same check of ``step``
         return describe_values(self, ROOT_VALUES, tokens, step)
 
     def describe_modules(self, tokens: int | None = None, step: int | None = None) -> tuple[ModuleDescription, ...]:
-        """The module tree, parents first, each module with its standard values (on ``step``)."""
+        """The module tree, parents first. Runs nothing.
+
+        Args:
+            tokens, step: as for `describe`.
+
+        Returns:
+            A `ModuleDescription` per module, each with its standard values.
+        """
         return describe_modules(self, self.describe(tokens, step))
 
     # -- methods ---------------------------------------------------------------
 
     def project_on_vocab(self, hidden: torch.Tensor) -> torch.Tensor:
-        """The final norm and the engine's logits processor on a stream ``[..., hidden]``.
+        """The final norm and the engine's logits processor on a stream (the logit lens).
 
         On the last block's stream this is ``logits``. Inside a trace only.
+
+        Args:
+            hidden: a stream, ``[..., hidden]``.
+
+        Returns:
+            Its logits, ``[..., vocab]``.
         """
         if not _in_trace():
             raise RuntimeError(TRACE_ONLY.format(name="project_on_vocab"))
@@ -354,9 +388,14 @@ class StandardizedVLLM(VLLM):
             return module_of(self.embed_tokens)
 
     def get_topk_closest_tokens(self, hidden: torch.Tensor, k: int = 10) -> torch.Tensor:
-        """Ids of the ``k`` tokens the lens of ``hidden`` ranks highest, ``[..., k]``.
+        """The tokens the lens of a stream ranks highest. Inside a trace only.
 
-        Inside a trace only.
+        Args:
+            hidden: a stream, ``[..., hidden]``.
+            k: how many tokens.
+
+        Returns:
+            Their ids, ``[..., k]``, highest first.
         """
         if not _in_trace():
             raise RuntimeError(TRACE_ONLY.format(name="get_topk_closest_tokens"))
@@ -369,10 +408,15 @@ class StandardizedVLLM(VLLM):
         factor: float = 1.0,
         positions: int | list[int] | slice | None = None,
     ) -> None:
-        """Add ``factor * steering_vector`` to the stream after each of ``layers``.
+        """Add a vector to the stream after some layers, inside a trace (at the point the
+        first of those layers runs).
 
-        Inside a trace, at the point the first of those layers runs; ``positions``
-        picks token positions (all by default).
+        Args:
+            layers: a layer or layers; ``factor * steering_vector`` is added to each one's
+                ``layer_output``.
+            steering_vector: ``[hidden]``, from either device and in any float dtype.
+            factor: the vector's scale.
+            positions: which token positions (all by default).
         """
         if not _in_trace():
             raise RuntimeError(TRACE_ONLY.format(name="steer"))
@@ -389,6 +433,10 @@ class StandardizedVLLM(VLLM):
         does not run for any row of the step, and a step holds whatever requests the
         engine batched together: safe on a request that runs alone. To ablate a block
         on a shared engine, write its contributions to zero instead.
+
+        Args:
+            start, end: the first and last block skipped (``end``: ``start`` by default).
+            skip_with: the stream the skipped blocks pass on, ``[1, tokens, hidden]``.
         """
         if not _in_trace():
             raise RuntimeError(TRACE_ONLY.format(name="skip_layers"))
