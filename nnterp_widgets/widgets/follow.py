@@ -118,16 +118,14 @@ class FollowControl(Asking, ipywidgets.VBox):
     def refresh(self) -> None:
         """Draw both lenses in the current mode: one ``follow`` request for the prompt (none
         in top-1 mode), and the generation asked again if it follows another target."""
-        self._asked += 1  # an answer still on its way is of an older choice: dropped
         mode, target = self.mode, self.target
-        self._error = None
         if mode == "top-1":
-            self._idle.set()
+            self._ask_nothing()
             self.message.value = ""
             self._show(None, mode)
             return
         if mode in TARGET_MODES and target is None:
-            self._idle.set()
+            self._ask_nothing()
             self.message.value = NEEDS_A_TARGET
             self._show(None, "top-1")
             return

@@ -129,6 +129,13 @@ class Asking(OneAtATime):
         self._future = (asked, future, show)
         future.add_done_callback(lambda done: self._kernel.call(self._deliver, asked, done, show))
 
+    def _ask_nothing(self) -> None:
+        """No request this time (nothing to show, or shown without the engine): an answer
+        still on its way is of an older choice and is not shown; `wait` returns at once."""
+        self._asked += 1
+        self._error = None
+        self._idle.set()
+
     def _deliver(self, asked: int, future, show: Callable[[Any], None]) -> None:
         answer = self._take(asked, future)
         if answer is not None:

@@ -158,9 +158,7 @@ class ModuleTree(Asking, anywidget.AnyWidget):
         self.summary = None
         self.preview, self.preview_data = {}, b""
         if result is None or not selected:
-            self._asked += 1  # nothing to show: an earlier preview on its way is not shown
-            self._error = None
-            self._idle.set()
+            self._ask_nothing()
             return
         self.set_status(State.BUSY, "previewing the value")
         self._ask(
