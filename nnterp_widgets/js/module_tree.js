@@ -92,33 +92,17 @@ function render({ model, el }) {
   root.append(chips.el, status.el, h("div", { class: "nnw-mt-body" }, tree.el, preview.el));
   el.append(root);
 
+  // Each trait's change re-renders what shows it; a selection shows in the preview too.
   const listeners = [
-    ["change:tree", tree.onTree],
-    [
-      "change:selected",
-      () => {
-        tree.onSelected();
-        preview.render();
-      },
-    ],
-    ["change:preview", preview.render],
-    ["change:preview_data", preview.render],
-    ["change:status", status.render],
-    [
-      "change:selected_token",
-      () => {
-        chips.render();
-        preview.render();
-      },
-    ],
-    ["change:prompt_tokens", chips.render],
+    ["change:tree", [tree.onTree]],
+    ["change:selected", [tree.onSelected, preview.render]],
+    ["change:preview", [preview.render]],
+    ["change:preview_data", [preview.render]],
+    ["change:status", [status.render]],
+    ["change:selected_token", [chips.render, preview.render]],
+    ["change:prompt_tokens", [chips.render]],
   ];
-  const guarded = listeners.map(([ev, fn]) => [
-    ev,
-    () => {
-      if (!disposed) fn();
-    },
-  ]);
+  const guarded = listeners.map(([ev, renders]) => [ev, () => disposed || renders.forEach((render) => render())]);
   for (const [ev, fn] of guarded) model.on(ev, fn);
 
   tree.onTree();

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from .panels import LensPanel, Tokens
-from .prompt_requests import LENS_K, ProbeError, check_prompt, one_token, token_text, tokens_of
+from .prompt_requests import LENS_K, ProbeError, check_prompt, one_token, texts_of, token_text, tokens_of
 
 #: Tokens a generation writes unless told otherwise.
 GENERATE_TOKENS = 8
@@ -414,14 +414,13 @@ def follow(model, prompt: str, target: Any, k: int = 1) -> LensModes:
 
 def _modes(model, columns: Tokens, positions: tuple, lens: list, followed: Target | None) -> LensModes:
     """`LensModes` from per-layer `lens_stats` whose leading axis is the columns."""
-    text = token_text(model.tokenizer)
     top_ids = np.stack([layer["top_ids"][..., 0].numpy() for layer in lens])
     return LensModes(
         columns=columns,
         positions=positions,
         top_ids=top_ids,
         top_probs=np.stack([layer["top_probs"][..., 0].numpy() for layer in lens]),
-        top_texts=tuple(tuple(text(int(i)) for i in row) for row in top_ids),
+        top_texts=texts_of(model, top_ids),
         entropy=np.stack([layer["entropy"].numpy() for layer in lens]),
         target=followed,
         probability=None if followed is None else np.stack([layer["probability"].numpy() for layer in lens]),
@@ -450,10 +449,10 @@ def generation_result(
                 text=text(written[index]),
                 lens_ids=lens_ids,
                 lens_probs=np.stack([layer["top_probs"].numpy() for layer in step["lens"]]),
-                lens_texts=tuple(tuple(text(int(i)) for i in row) for row in lens_ids),
+                lens_texts=texts_of(model, lens_ids),
                 model_ids=step["model"]["top_ids"].numpy(),
                 model_probs=step["model"]["top_probs"].numpy(),
-                model_texts=tuple(text(int(i)) for i in step["model"]["top_ids"].tolist()),
+                model_texts=texts_of(model, step["model"]["top_ids"]),
                 availability=model.support(step=index),
             )
         )

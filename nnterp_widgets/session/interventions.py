@@ -53,7 +53,7 @@ from .ablation import (
     check_site,
 )
 from .panels import LensPanel
-from .prompt_requests import check_prompt, one_token, token_text, tokens_of
+from .prompt_requests import check_prompt, one_token, texts_of, tokens_of
 
 #: One trace's sampling: the prefill and one sampled token, greedy.
 ONE_GREEDY_STEP = dict(temperature=0.0, max_tokens=1)
@@ -240,9 +240,8 @@ def _lens_reads(model, pair: list[int], k: int, out: dict) -> None:
 
 
 def _lens_panel(model, ids, found: dict) -> LensPanel:
-    text = token_text(model.tokenizer)
     top_ids = torch.stack(found["ids"]).cpu().numpy().astype(np.int64)
-    texts = tuple(tuple(tuple(text(i) for i in cell) for cell in row) for row in top_ids)
+    texts = texts_of(model, top_ids)
     probs, model_ids = found["model"]
     return LensPanel(
         tokens_of(model, ids),

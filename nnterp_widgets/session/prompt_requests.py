@@ -508,6 +508,17 @@ def token_text(tokenizer) -> Callable[[int], str]:
     return text
 
 
+def texts_of(model, ids: Any) -> tuple:
+    """The token texts of an array of ids (a tensor, an array or nested lists), as nested
+    tuples of its shape: ``[layers, positions, k]`` ids -> a tuple of tuples of tuples."""
+    text = token_text(model.tokenizer)
+
+    def nest(items: list) -> tuple:
+        return tuple(nest(item) if isinstance(item, list) else text(item) for item in items)
+
+    return nest(_numpy(ids, np.int64).tolist())
+
+
 def tokens_of(model, input_ids: Any) -> Tokens:
     """The `Tokens` of ``input_ids`` (a tensor, an array or a list of ids)."""
     ids = tuple(_numpy(input_ids, np.int64).reshape(-1).tolist())
@@ -525,11 +536,15 @@ def _attention(
 
 
 def _lens(model, tokens: Tokens, rows: list, model_top: tuple, start: int) -> LensPanel:
-    text = token_text(model.tokenizer)
     probs = np.stack([_numpy(p, np.float32) for p, _ in rows])
     top_ids = np.stack([_numpy(i, np.int64) for _, i in rows])
-    top_texts = tuple(tuple(tuple(text(i) for i in cell) for cell in row) for row in top_ids.tolist())
     model_probs, model_ids = model_top
     return LensPanel(
-        tokens, top_ids, probs, top_texts, _numpy(model_ids, np.int64), _numpy(model_probs, np.float32), start
+        tokens,
+        top_ids,
+        probs,
+        texts_of(model, top_ids),
+        _numpy(model_ids, np.int64),
+        _numpy(model_probs, np.float32),
+        start,
     )

@@ -430,8 +430,8 @@ class Session:
                 logit(answer) - logit(foil) at the last position.
             site: ``layer_output``, ``attention_output``, ``mlp_output`` (a cell is a
                 layer and a position) or ``attention_head_outputs`` (a layer and a head).
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
 
         Returns:
             A future of a `PatchResult` (its ``effect``: 0 is the corrupted run, 1 the clean).
@@ -444,8 +444,8 @@ class Session:
         Args:
             first, second: two prompts of the same token count.
             answer, foil: tokens (an id or one token's text) whose logit difference is read.
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
 
         Returns:
             A future of a `PairLens`.
@@ -458,8 +458,8 @@ class Session:
         Args:
             text: the prompt.
             heads: ``(layer, head)`` pairs.
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
 
         Returns:
             A future of an `AblationDelta` (the clean top-k's probabilities in both runs).
@@ -476,8 +476,8 @@ class Session:
             max_tokens: how many tokens to generate at most.
             target: a token (an id or one token's text) whose probability and rank are
                 added to the lens modes.
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
 
         Returns:
@@ -492,8 +492,8 @@ class Session:
             prompt: the prompt.
             target: the token followed at every layer and position (an id or one
                 token's text), or ``None``.
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
 
         Returns:
             A future of `LensModes`.
@@ -508,8 +508,8 @@ class Session:
             answer: a token (an id or one token's text).
             foil: a second token, or ``None``: the metric is logit(answer) - logit(foil)
                 at the last position (logit(answer) alone without a foil).
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
 
         Returns:
             A future of an `Attribution`, whose parts add up to its metric.
@@ -524,8 +524,8 @@ class Session:
             text: the prompt.
             floor: attention shares under it are not returned (at most
                 layers x tokens / floor edges).
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
 
         Returns:
             A future of `Contributions`, whose ``graph(threshold)`` keeps the routes to
@@ -559,8 +559,8 @@ class Session:
                 every position and step.
             coefficient: the vector's scale.
             max_tokens: how many tokens each continuation has at most.
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
 
         Returns:
@@ -576,8 +576,8 @@ class Session:
         Args:
             positive, negative: the two prompts.
             layer: whose ``layer_output`` is read.
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
 
         Returns:
             A future of a float32 numpy vector: the mean ``layers[layer].layer_output``
@@ -594,8 +594,8 @@ class Session:
             token: the forced token (an id or one token's text).
             max_tokens: how many tokens the branch writes (by default as many as the original
                 wrote after ``step``, at least one).
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
 
         Returns:
             A future of a `BranchResult`.
@@ -609,8 +609,8 @@ class Session:
             text: the prompt.
             answer: the token whose logit and probability are read (an id or one token's text).
             mode: ``"replace"`` (by a neutral token) or ``"drop"``.
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
 
         Returns:
             A future of an `Occlusion`.
@@ -623,8 +623,8 @@ class Session:
 
         Args:
             text: the prompt.
-        key: names the asker; a newer request under the same key replaces one still
-            waiting (newest wins).
+            key: names the asker; a newer request under the same key replaces one still
+                waiting (newest wins).
 
         Returns:
             A future of `HeadRoles`.

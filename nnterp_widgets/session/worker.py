@@ -109,8 +109,9 @@ class EngineWorker:
     def drop(self, which: Callable[[str], bool]) -> int:
         """Supersede every waiting request whose key ``which`` accepts; returns how many."""
         with self._lock:
-            dropped = {key: self._pending.pop(key)[1] for key in [key for key in self._pending if which(key)]}
-        for key, future in dropped.items():
+            keys = [key for key in self._pending if which(key)]
+            dropped = [(key, self._pending.pop(key)[1]) for key in keys]
+        for key, future in dropped:
             future.set_exception(Superseded(f"a newer prompt replaced this {key!r} request"))
         return len(dropped)
 

@@ -18,7 +18,6 @@ cell's layer, position, token id and text) instead of selecting the position.
 
 from __future__ import annotations
 
-
 import traitlets
 
 from ..session.generation import LensModes
