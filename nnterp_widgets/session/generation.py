@@ -362,7 +362,10 @@ def step_reads(model, step: int, k: int, target_id: int | None, added: tuple | N
             stream[:] += added[1].to(device=stream.device, dtype=stream.dtype)
         found["lens"].append(lens_stats(model.project_on_vocab(stream[:, -1:])[0, 0], k, target_id))
     found["model"] = lens_stats(model.logits.reshape(-1), k, None)
-    found["finite"] = bool(torch.isfinite(model.logits).all())
+    logits = model.logits
+    # Broken logits: not finite (the CPU's final norm), or all equal: a stream too large to
+    # square in float32 comes out of a GPU's fused norm as zeros, so every token ties.
+    found["finite"] = bool(torch.isfinite(logits).all() & (logits.amax() > logits.amin()))
     found["token"] = model.samples.reshape(-1).cpu()
     return found
 

@@ -43,14 +43,14 @@ DID_NOT_FINISH = (
     "sampling): lower the coefficient"
 )
 NOT_FINITE_LOGITS = (
-    "with the vector times {coefficient} added at layers[{layer}], the logits are not finite at step "
-    "{step}: lower the coefficient (the vector's norm is {norm:.3g})"
+    "with the vector times {coefficient} added at layers[{layer}], the logits are not finite (or all "
+    "equal) at step {step}: lower the coefficient (the vector's norm is {norm:.3g})"
 )
 
 
 class SteeringError(GenerationError):
     """A steering request the engine cannot take: said before any request, or after one
-    whose logits went non-finite (the engine keeps serving)."""
+    whose logits broke (not finite, or all equal; the engine keeps serving)."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def steer(
 
     Returns:
         A `SteerResult`; `SteeringError` before any request for bad input, or when the
-        steered logits are not finite.
+        steered logits are not finite or all equal.
     """
     prompt_ids = check_prompt(model, prompt)
     max_tokens = check_max_tokens(model, prompt_ids, max_tokens)
