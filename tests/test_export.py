@@ -17,7 +17,14 @@ import numpy as np
 import pytest
 
 from nnterp_widgets.session.panels import AttentionPanel, LensPanel, PromptResult, Tokens
-from nnterp_widgets.widgets.assets import MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
+from nnterp_widgets.widgets.assets import (
+    ATTENTION_TEXT_CSS,
+    ATTENTION_TEXT_ESM,
+    MODULE_TREE_CSS,
+    MODULE_TREE_ESM,
+    module_text,
+)
+from nnterp_widgets.widgets.attention_text import text_view_state
 from nnterp_widgets.widgets.export import STATIC_MODEL_JS, export_html, script_json
 from nnterp_widgets.widgets.figures import escape_token
 
@@ -136,8 +143,15 @@ def page():
 
 def _model(text: str) -> dict:
     (block,) = re.findall(
-        r'<script type="application/json" id="nnw-model" data-target="nnw-tree">(.*?)</script>', text, re.S
+        r'<script type="application/json" id="nnw-model" data-target="nnw-tree" data-bytes="preview_data">(.*?)</script>',
+        text,
+        re.S,
     )
+    return json.loads(block)
+
+
+def _token_view(text: str) -> dict:
+    (block,) = re.findall(r'<script type="application/json" id="nnw-att-model"[^>]*>(.*?)</script>', text, re.S)
     return json.loads(block)
 
 
@@ -175,10 +189,27 @@ def test_self_contained(page):
 
 
 def test_runs_the_widgets_own_front_end(page):
-    """The page's module is module_tree.js as served to the widget, then the read-only model."""
-    (module,) = re.findall(r'<script type="module">(.*?)</script>', page, re.S)
-    assert module == module_text(MODULE_TREE_ESM) + "\n" + STATIC_MODEL_JS.read_text(encoding="utf-8")
-    assert "<style>" + MODULE_TREE_CSS.read_text(encoding="utf-8") + "</style>" in page
+    """The page's modules are module_tree.js and attention_text.js as served to the
+    widgets, each followed by the static model reading its own saved state."""
+    modules = re.findall(r'<script type="module">(.*?)</script>', page, re.S)
+    static = STATIC_MODEL_JS.read_text(encoding="utf-8")
+    assert sorted(modules) == sorted(
+        f'{module_text(entry)}\nconst STATIC_HOLDER = "{holder}";\n{static}'
+        for entry, holder in ((MODULE_TREE_ESM, "nnw-model"), (ATTENTION_TEXT_ESM, "nnw-att-model"))
+    )
+    for css in (MODULE_TREE_CSS, ATTENTION_TEXT_CSS):
+        assert "<style>" + css.read_text(encoding="utf-8") + "</style>" in page
+
+
+def test_the_token_view_is_the_shown_heads_state(page):
+    result = synthetic_result()
+    saved = _token_view(page)
+    state = text_view_state(result.attention, 1)
+    assert saved["tokens"] == list(state.tokens) and saved["caption"] == state.caption == "layers[1] head 1"
+    assert base64.b64decode(saved["weights"]) == state.weights and base64.b64decode(saved["scales"]) == state.scales
+    assert saved["selected"] == 1
+    block = re.search(r'id="nnw-att-model"[^>]*>(.*?)</script>', page, re.S).group(1)
+    assert "<" not in block and ">" not in block and "&" not in block  # token text cannot end its script
 
 
 def test_model_is_the_tree_state(page):
@@ -208,7 +239,7 @@ def test_markup_only_escaped(page):
     assert "<b>MLP</b>" not in page
     assert html.escape(XSS) in page  # the title and the meta line
     # the model's JSON carries the raw text, with no character that could end its script
-    block = re.search(r'id="nnw-model" data-target="nnw-tree">(.*?)</script>', page, re.S).group(1)
+    block = re.search(r'id="nnw-model"[^>]*>(.*?)</script>', page, re.S).group(1)
     assert "<" not in block and ">" not in block and "&" not in block
     assert "Qwen2<b>MLP</b>" in json.dumps(_model(page))
     # the figures carry it escaped once (plotly decodes the entities when it draws)

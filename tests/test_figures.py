@@ -1139,26 +1139,29 @@ def test_a_wide_lens_takes_the_output_areas_width_and_shorter_labels():
     assert fig.layout.width == lens_width(len(result.lens.positions))
 
 
-def test_the_token_view_shades_what_the_selected_token_attends_to():
-    import re
-
-    from nnterp_widgets.widgets.attention_text import HINT, attention_text_html
+def test_the_token_view_ships_each_querys_row_and_its_scale_with_the_sink_set_apart():
+    from nnterp_widgets.widgets.attention_text import POOLED, text_view_state
+    from nnterp_widgets.widgets.figures import SCALE_FLOOR
+    from nnterp_widgets.widgets.tokens import show_token
 
     result = make_result()
     panel = panel_of(result, 1)
-    assert html.escape(HINT) in attention_text_html(panel, 0, -1)
-    query = 5
-    page = attention_text_html(panel, 2, query)
-    spans = re.findall(r'<span class="nnw-att-token" style="([^"]*)" title="([^"]*)">([^<]*)</span>', page)
-    assert len(spans) == len(TEXTS)  # one per token, every token's text escaped (no markup)
-    assert "<img" not in page and "&lt;img" in page
-    row = panel.head(2)[query]
-    alphas = [float(re.search(r"rgba\([^)]*, ([0-9.]+)\)", style).group(1)) for style, _, _ in spans]
-    strongest = 1 + int(np.argmax(row[1 : query + 1]))  # off the first token
-    assert alphas[strongest] == 1.0 and all(a == 0 for a in alphas[query + 1 :])
-    assert f"weight {row[strongest]:.3f}" in spans[strongest][1]
-    assert "outline" in spans[query][0] and "opacity" in spans[query + 1][0]
-    assert "needs every exact cell" in attention_text_html(_pooled(panel, 3), 0, 3)
+    state = text_view_state(panel, 2)
+    count = len(TEXTS)
+    assert state.tokens == tuple(show_token(text) for text in panel.tokens.texts) and state.note == ""
+    assert len(state.weights) == count * count and len(state.scales) == 4 * count
+    assert state.caption == "layers[1] head 2"
+    for query in range(count):
+        row = panel.head(2)[query]
+        np.testing.assert_allclose(state.row(query), row, atol=1 / 255)  # one byte a cell
+        # the colour scale's top: the largest weight off the first token (which saturates)
+        off_first = row[1 : query + 1].max() if query else row[0]
+        assert state.scale(query) == pytest.approx(min(1.0, max(SCALE_FLOOR, off_first)), abs=1e-6)
+    assert text_view_state(panel, 0).weights != state.weights  # another head, other rows
+    pooled = text_view_state(_pooled(panel, 3), 0)
+    assert pooled.note == POOLED.format(side=512) and pooled.tokens == () and pooled.weights == b""
+    with pytest.raises(IndexError, match="out of range"):
+        text_view_state(panel, panel.num_heads)
 
 
 def test_the_layer_and_head_boxes_take_whole_numbers_and_say_why_not():

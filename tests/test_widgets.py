@@ -19,6 +19,7 @@ import pytest
 from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree, PatchPanel
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.session import GenerationError, InterventionError, ProbeError
+from nnterp_widgets.widgets.attention_text import text_view_state
 from nnterp_widgets.widgets.figure_transport import heatmap_matrix
 from nnterp_widgets.widgets.figures import escape_token, lens_hover
 from nnterp_widgets.widgets.tokens import show_token
@@ -576,11 +577,11 @@ def test_the_tree_greys_the_pattern_on_decode_steps_with_the_engines_reason(sess
     assert stream["shape"][1] == 1  # a decode step's one token
     assert result.steps[1].availability["self_attn.attention_probabilities"] == SEED_DECODE
     note = explorer.attention.step_note
-    assert "prefill (step 0)" in note.value and "not of step 1" in note.value
+    assert "prefill (step 0)" in note.value and "not of step 1" in note.value and note.layout.display is None
     assert "decode" in gen.step_slider.caption
     gen.step_slider.value = 0
     assert pattern()["available"] and pattern()["reason"] is None
-    assert note.value == "the pattern of the prefill (step 0)"
+    assert note.value == "the pattern of the prefill (step 0)" and note.layout.display == "none"
     assert session.engine_requests == before  # stepping asks nothing
     page = explorer.to_html()
     assert html.escape(SEED_DECODE) in page and "<h2>Generation</h2>" in page
@@ -837,12 +838,18 @@ def test_the_head_grid_marks_the_shown_and_ablated_heads_and_the_export_says_the
 
 def test_the_token_view_follows_the_selected_token_and_head(session, explorer):
     view = explorer.attention
+    text = view.text_view
     explorer.selected_token = 2
-    assert "query 2 (" in view.text_view.value and f"head {view.head}:" in view.text_view.value
+    assert text.selected == 2 and text.caption == f"layers[{view.layer}] head {view.head}"
+    assert text.state == text_view_state(view.shown, view.head, session.pattern_side)
     view.head = 1
-    assert "head 1:" in view.text_view.value
+    assert text.caption.endswith("head 1") and text.state == text_view_state(view.shown, 1, session.pattern_side)
+    text.selected = 1  # a click on a token in the browser
+    assert explorer.selected_token == 1 and view.selected_token == 1
+    text.selected = 999  # past the prompt: refused, put back
+    assert explorer.selected_token == 1 and text.selected == 1
     explorer.selected_token = -1
-    assert "select a token" in view.text_view.value
+    assert text.selected == -1
 
 
 def test_the_tools_are_tabs_under_the_lens(explorer):

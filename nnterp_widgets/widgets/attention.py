@@ -29,8 +29,8 @@ import plotly.graph_objects as go
 import traitlets
 
 from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
-from .attention_text import attention_text_html
-from .figures import attention_figure, attention_selection, head_grid_figure
+from .attention_text import AttentionText, text_view_state
+from .figures import GRID_WIDTH, attention_figure, attention_selection, head_grid_figure
 from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from ..session import Session
@@ -94,7 +94,8 @@ class AttentionView(Asking, PlotPanel):
         )
         self.clear_ablation = ipywidgets.Button(description="clear ablation", tooltip="ablate no head")
         self.ablated_label = ipywidgets.Label("")
-        self.step_note = ipywidgets.Label(PREFILL_PATTERN)
+        # Shown only while a decode step is shown elsewhere: its room is the token view's.
+        self.step_note = ipywidgets.Label(PREFILL_PATTERN, layout=ipywidgets.Layout(display="none"))
         self.clear_ablation.on_click(lambda button: setattr(self, "ablated", ()))
         self.zoom_out_button = ipywidgets.Button(
             description="zoom out", disabled=True, tooltip="back to the whole pattern (click a pooled cell to zoom)"
@@ -102,8 +103,11 @@ class AttentionView(Asking, PlotPanel):
         self.zoom_out_button.on_click(lambda button: self.zoom_out())
         for button in (self.zoom_out_button, self.ablate_mode, self.clear_ablation):
             button.layout.width = "auto"  # as wide as its words: the row fits beside the tree
-        #: The prompt as text, shaded by the selected token's weights (`attention_text`).
-        self.text_view = ipywidgets.HTML("")
+        #: The prompt as text, shaded in the browser by the hovered (or selected) token's
+        #: weights (`attention_text`); a click there selects a token. Under the head grid,
+        #: beside the heatmap.
+        self.text_view = AttentionText(layout=ipywidgets.Layout(width=f"{GRID_WIDTH}px"))
+        self._grid_column: ipywidgets.VBox | None = None
         super().__init__(
             [
                 row(
@@ -117,7 +121,7 @@ class AttentionView(Asking, PlotPanel):
                         self.ablated_label,
                     ],
                 ),
-                row([self.step_note, self.text_view], grid_gap="12px"),
+                self.step_note,
             ],
             ("figure", "grid"),
             beside=True,
@@ -129,6 +133,7 @@ class AttentionView(Asking, PlotPanel):
         self.head_input.observe(one_at_a_time(partial(self._on_input, "head")), "value")
         self.observe(self._on_view_change, ["layer", "head"])
         self.observe(self._on_ablated, "ablated")
+        self.text_view.observe(one_at_a_time(self._on_text_click), "selected")
         if result is not None:
             self.update(result)
 
@@ -200,6 +205,7 @@ class AttentionView(Asking, PlotPanel):
         """Say which step the pattern is of while generation step ``step`` is shown
         elsewhere; ``reason``: the engine's, when that step serves no pattern (a decode step)."""
         self.step_note.value = PREFILL_PATTERN if reason is None else DECODE_STEP_PATTERN.format(step=step)
+        self.step_note.layout.display = "none" if reason is None else None
 
     def wait(self, timeout: float | None = 300) -> AttentionPanel | None:
         """Block until the asked-for layer is on screen (in a notebook cell too)."""
@@ -242,6 +248,10 @@ class AttentionView(Asking, PlotPanel):
         self.message.value = "; ".join(notes)
         if layers:
             self._want(layer, notes)
+
+    def close(self) -> None:
+        self.text_view.close()  # not on the page until the grid joins it
+        super().close()
 
     # ------------------------------------------------------------------ checks
 
@@ -317,6 +327,15 @@ class AttentionView(Asking, PlotPanel):
 
     # ------------------------------------------------------------------ rendering
 
+    def _beside(self, joined: list) -> tuple:
+        """The heatmap, then the head grid with the token view under it."""
+        grid = type(self).grid.made(self)
+        if grid is None or grid not in joined:
+            return tuple(joined)
+        if self._grid_column is None:
+            self._grid_column = ipywidgets.VBox([grid, self.text_view])
+        return tuple(self._grid_column if widget is grid else widget for widget in joined)
+
     def _sync_inputs(self) -> None:
         self.layer_input.value = str(self.layer)
         self.head_input.value = str(self.head)
@@ -339,7 +358,8 @@ class AttentionView(Asking, PlotPanel):
     def _render_text(self) -> None:
         if self.shown is not None:
             side = getattr(self.session, "pattern_side", PATTERN_SIDE)
-            self.text_view.value = attention_text_html(self.shown, self.head, self.selected_token, side)
+            self.text_view.show(text_view_state(self.shown, self.head, side))
+            self.text_view.selected = self.selected_token
 
     # ------------------------------------------------------------------ events
 
@@ -368,7 +388,7 @@ class AttentionView(Asking, PlotPanel):
         if self._holding or self._panel is None:
             return
         self.figure.layout.shapes = attention_selection(self.shown, change["new"])
-        self._render_text()
+        self.text_view.selected = change["new"]
 
     def _on_main_click(self, trace, points, state=None) -> None:
         """Click on the head's heatmap: on exact cells select that query token (the row);
@@ -382,6 +402,12 @@ class AttentionView(Asking, PlotPanel):
         elif col is not None:
             side = getattr(self.session, "pattern_side", PATTERN_SIDE)
             self.zoom(*shown.zoom_origin(row, col, side))
+
+    def _on_text_click(self, change) -> None:
+        """A click on a token in the token view selects it (the explorer's selected token)."""
+        if change["new"] != self.selected_token:
+            self.selected_token = change["new"]
+            self.text_view.selected = self.selected_token  # put back where it was refused
 
     def _on_grid_click(self, head: int, trace, points, state=None) -> None:
         """Click on the grid: show that head (each trace is one head), or in ablate mode

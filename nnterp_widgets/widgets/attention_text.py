@@ -1,57 +1,111 @@
-"""The attention view's token view: the prompt as text, each token shaded by how much
-the selected token attends to it (as BertViz's and CircuitsVis's text views do).
+"""The attention view's token view: the prompt as text. Hover a token and the tokens it
+attends to are shaded by its weights in the shown head (as BertViz's and CircuitsVis's
+text views do); a click selects it, and the selection is shaded while nothing is hovered.
 
-    html = attention_text_html(panel, head=3, query=7)   # spans, token text escaped
+    state = text_view_state(panel, head=3)   # plain data: tokens, one byte a weight, scales
+    view = AttentionText()
+    view.show(state)                          # the browser shades on hover, asking nothing
+    view.selected = 7                         # the explorer's selected token
 
-Shaded on the head's own scale with the first token set apart (`figures.head_scale`),
-so a head that parks its weight on the first token still shows where the rest goes;
-each token's weight is in its tooltip. Tokens after the query (which it cannot see) are
-dimmed. Needs the exact pattern (up to `PATTERN_SIDE` tokens, not a zoom window).
+The shading happens in the browser (``js/attention_text.js``), so a hover costs no
+request. Each query's row is shaded on the head's own scale with the first token set
+apart (`figures.head_scale`, computed here per query and shipped with the weights), so a
+head that parks its weight on the first token still shows where the rest goes; each
+token's weight is its tooltip, and keys after the query (which it cannot see) are dimmed.
+It needs the exact pattern: a prompt of up to the session's pattern side, not a zoom
+window (`POOLED` says so otherwise).
 """
 
 from __future__ import annotations
 
-import html
+from dataclasses import dataclass
 
+import anywidget
 import numpy as np
+import traitlets
 
-from ..session.panels import AttentionPanel
-from .figures import head_scale
+from ..session.panels import PATTERN_SIDE, AttentionPanel
+from .assets import ATTENTION_TEXT_CSS, ATTENTION_TEXT_ESM
+from .figures import HIGHLIGHT, head_scale
 from .tokens import show_token
 
-__all__ = ["HINT", "POOLED", "attention_text_html"]
+__all__ = ["POOLED", "AttentionText", "TextViewState", "text_view_state"]
 
-#: What the view says before a token is selected.
-HINT = "select a token (a tree chip or a heatmap row) to shade what it attends to"
-#: What it says where the shown pattern is not every exact cell.
+#: What the view says where the shown pattern is not every exact cell.
 POOLED = "the token view needs every exact cell of the pattern: prompts of up to {side} tokens, not zoomed"
-#: The shade, as the selection's colour (figures.HIGHLIGHT), with the weight as its alpha.
-SHADE = "rgba(255, 45, 120, {alpha:.2f})"
 
 
-def attention_text_html(panel: AttentionPanel, head: int, query: int, side: int = 512) -> str:
-    """The prompt's tokens as spans shaded by ``query``'s weights in ``head`` (a hint
-    where no token is selected, a note where the pattern is pooled or a window)."""
+def _rgb(colour: str) -> str:
+    """``#rrggbb`` as ``"r, g, b"`` (the JS shades with it at each weight's alpha)."""
+    value = colour.lstrip("#")
+    return ", ".join(str(int(value[i : i + 2], 16)) for i in (0, 2, 4))
+
+
+@dataclass(frozen=True)
+class TextViewState:
+    """What the token view shows: ``tokens`` as displayed; ``weights``, the head's exact
+    pattern one byte a cell (``uint8 [n, n]``, row-major, weight x 255); ``scales``, each
+    query's colour-scale top (``float32 [n]``); ``caption``; ``note``, said instead of
+    the tokens where there is no exact pattern (then the rest is empty)."""
+
+    tokens: tuple[str, ...] = ()
+    weights: bytes = b""
+    scales: bytes = b""
+    caption: str = ""
+    note: str = ""
+
+    def row(self, query: int) -> np.ndarray:
+        """Query ``query``'s weights, float32 ``[n]`` (as the browser decodes them)."""
+        n = len(self.tokens)
+        return np.frombuffer(self.weights, np.uint8).reshape(n, n)[query].astype(np.float32) / 255
+
+    def scale(self, query: int) -> float:
+        """Query ``query``'s colour-scale top."""
+        return float(np.frombuffer(self.scales, "<f4")[query])
+
+
+def text_view_state(panel: AttentionPanel, head: int, side: int = PATTERN_SIDE) -> TextViewState:
+    """The token view of head ``head`` of ``panel`` (a `POOLED` note where the panel is
+    not the whole exact pattern)."""
     if not (panel.exact and panel.whole):
-        return f'<div class="nnw-att-text">{html.escape(POOLED.format(side=side))}</div>'
-    count = len(panel.tokens)
-    if not 0 <= query < count:
-        return f'<div class="nnw-att-text">{html.escape(HINT)}</div>'
-    row = np.asarray(panel.head(head), dtype=np.float32)[query]
-    top = head_scale(row[None, : query + 1], True)
-    spans = []
-    for key, text in enumerate(panel.tokens.texts):
-        weight = float(row[key]) if key <= query else 0.0
-        alpha = min(1.0, weight / top) if key <= query else 0.0
-        style = f"background:{SHADE.format(alpha=alpha)}"
-        if key > query:
-            style += ";opacity:0.35"
-        if key == query:
-            style += ";outline:1px solid currentColor"
-        tip = f"key {key}: weight {weight:.3f}" if key <= query else f"key {key}: after the query"
-        spans.append(
-            f'<span class="nnw-att-token" style="{style}" title="{html.escape(tip)}">'
-            f"{html.escape(show_token(text))}</span>"
-        )
-    caption = f"query {query} ({html.escape(show_token(panel.tokens.texts[query]))}), head {head}: "
-    return f'<div class="nnw-att-text">{caption}{"".join(spans)}</div>'
+        return TextViewState(note=POOLED.format(side=side))
+    if not 0 <= head < panel.num_heads:
+        raise IndexError(f"head {head} is out of range: layer {panel.layer} has heads 0..{panel.num_heads - 1}")
+    cells = np.ascontiguousarray(panel.quantized[head], dtype=np.uint8)
+    decoded = panel.head(head)
+    scales = np.array([head_scale(decoded[query : query + 1, : query + 1], True) for query in range(len(cells))])
+    return TextViewState(
+        tokens=tuple(show_token(text) for text in panel.tokens.texts),
+        weights=cells.tobytes(),
+        scales=scales.astype("<f4").tobytes(),
+        caption=f"layers[{panel.layer}] head {head}",
+    )
+
+
+class AttentionText(anywidget.AnyWidget):
+    """The token view's widget: shows a `TextViewState`; ``selected`` is the selected
+    query (``-1`` for none), written by a click in the browser or by the explorer."""
+
+    _esm = ATTENTION_TEXT_ESM
+    _css = ATTENTION_TEXT_CSS
+    tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    weights = traitlets.Bytes(b"").tag(sync=True)
+    scales = traitlets.Bytes(b"").tag(sync=True)
+    shade = traitlets.Unicode(_rgb(HIGHLIGHT)).tag(sync=True)
+    caption = traitlets.Unicode("").tag(sync=True)
+    note = traitlets.Unicode("").tag(sync=True)
+    selected = traitlets.Int(-1).tag(sync=True)
+
+    def show(self, state: TextViewState) -> None:
+        """Show ``state`` (one message to the browser)."""
+        with self.hold_sync():
+            self.tokens = list(state.tokens)
+            self.weights = state.weights
+            self.scales = state.scales
+            self.caption = state.caption
+            self.note = state.note
+
+    @property
+    def state(self) -> TextViewState:
+        """What the view shows now."""
+        return TextViewState(tuple(self.tokens), self.weights, self.scales, self.caption, self.note)

@@ -34,7 +34,8 @@ from ..session.steering import SteerResult
 from ..session.generation import GenerationResult
 from ..session.intervention_results import PairLens, PatchResult
 from ..session.panels import AttentionPanel, LensPanel, PromptResult
-from .assets import JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
+from .assets import ATTENTION_TEXT_CSS, ATTENTION_TEXT_ESM, JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
+from .attention_text import AttentionText, text_view_state
 from .attribution_figures import attribution_figure
 from .contribution_figures import contribution_figure, route_picture
 from .causal_figures import branch_html, continuations_html, occlusion_figure
@@ -92,10 +93,12 @@ def script_json(value) -> str:
     return text
 
 
-def _module_script() -> str:
-    """The module tree's module as the widget gets it, and the static model: one module
-    (so the model can call its ``render``)."""
-    text = module_text(MODULE_TREE_ESM) + "\n" + STATIC_MODEL_JS.read_text(encoding="utf-8")
+def _module_script(entry: Path, holder: str) -> str:
+    """A widget's module as the widget gets it, and the static model reading the state
+    saved in the JSON block ``holder``: one module (so the model can call its ``render``)."""
+    text = f"{module_text(entry)}\nconst STATIC_HOLDER = {json.dumps(holder)};\n" + STATIC_MODEL_JS.read_text(
+        encoding="utf-8"
+    )
     for end in _SCRIPT_ENDS:
         if end in text.lower():
             raise ValueError(f"the front end's source holds {end!r}, which would end its <script> in the page")
@@ -166,10 +169,11 @@ def export_html(
         f'<p class="meta">prompt <code>{_e(result.prompt)}</code> · {count} tokens · {_e(view)}</p>',
         *([f'<p class="meta ablation">{_e(ablation_line(result))}</p>'] if result.ablate else []),
         '<div id="nnw-tree"></div>',
-        f'<script type="application/json" id="nnw-model" data-target="nnw-tree">{script_json(model)}</script>',
+        '<script type="application/json" id="nnw-model" data-target="nnw-tree" data-bytes="preview_data">'
+        f"{script_json(model)}</script>",
         "<h2>Attention and logit lens</h2>",
-        f'<div class="figures">{"".join(plots)}</div>',
-        f'<script type="module">{_module_script()}</script>',
+        f'<div class="figures">{plots[0]}{_token_view(attention, head, chosen)}{"".join(plots[1:])}</div>',
+        f'<script type="module">{_module_script(MODULE_TREE_ESM, "nnw-model")}</script>',
     ]
     if generation is not None:
         body.append(generation_section(generation, step, plotlyjs=False))
@@ -180,8 +184,31 @@ def export_html(
     if contributions is not None:
         body.append(contributions_section(contributions, threshold, plotlyjs=False))
     body.extend(causal_sections(occlusion, steering, branch))
-    head = [f"<style>{MODULE_TREE_CSS.read_text(encoding='utf-8')}</style>"]
+    head = [f"<style>{css.read_text(encoding='utf-8')}</style>" for css in (MODULE_TREE_CSS, ATTENTION_TEXT_CSS)]
     return _page(title, result.prompt, head, body, path)
+
+
+def _token_view(attention: AttentionPanel | None, head: int, selected: int) -> str:
+    """The attention view's token view of ``head`` (the widget's own front end, hover
+    shading in the page), or nothing where there is no pattern."""
+    if attention is None:
+        return ""
+    state = text_view_state(attention, head)
+    saved = {
+        "tokens": list(state.tokens),
+        "weights": base64.b64encode(state.weights).decode("ascii"),
+        "scales": base64.b64encode(state.scales).decode("ascii"),
+        "shade": AttentionText.shade.default_value,
+        "caption": state.caption,
+        "note": state.note,
+        "selected": selected,
+    }
+    return (
+        '<div id="nnw-att-text"></div>'
+        '<script type="application/json" id="nnw-att-model" data-target="nnw-att-text" '
+        f'data-bytes="weights,scales" data-local="selected">{script_json(saved)}</script>'
+        f'<script type="module">{_module_script(ATTENTION_TEXT_ESM, "nnw-att-model")}</script>'
+    )
 
 
 def ablation_line(result: PromptResult) -> str:

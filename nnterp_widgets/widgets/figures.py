@@ -89,6 +89,9 @@ ATTENTION_HEIGHT = 300
 GRID_WIDTH = 300
 GRID_ROW_PX = 70
 LENS_ROW_PX = 11
+#: Under a lens's columns: room for their rotated labels, and for the axis's title.
+LENS_LABELS_PX = 60
+LENS_AXIS_TITLE_PX = 18
 #: The lens's layer labels' and cells' font sizes: small enough that a label (about 1.2x
 #: its size tall) fits a row without overlapping the next.
 LENS_TICK_FONT = 8
@@ -417,8 +420,8 @@ def head_grid_figure(
     fig.update_layout(
         title=dict(text=f"layers[{panel.layer}]: all heads (click one)"),
         width=GRID_WIDTH,
-        height=GRID_ROW_PX * rows + 70,
-        margin=dict(l=10, r=10, t=50, b=10),
+        height=GRID_ROW_PX * rows + 58,
+        margin=dict(l=10, r=10, t=38, b=10),
         uirevision=f"grid:{len(panel.tokens)}",
     )
     if shown is not None and 0 <= shown < heads:
@@ -550,6 +553,7 @@ def lens_figure(panel: LensPanel, selected_token: int = -1) -> go.Figure:
         layer_labels,
         selected_token if selected_token in panel.positions else -1,
         title="logit lens: top-1 token per layer and position",
+        axis_title=None,  # each column's label starts with its position
         revision="lens",
         start=start,
     )
@@ -562,7 +566,7 @@ def lens_layout(
     selected: int = -1,
     *,
     title: str,
-    axis_title: str = "position",
+    axis_title: str | None = "position",
     revision: str = "lens",
     start: int = 0,
 ) -> dict:
@@ -570,12 +574,14 @@ def lens_layout(
 
     ``labels`` / ``layer_labels`` are already escaped; ``selected >= 0`` outlines that
     column; ``revision`` prefixes ``uirevision`` (kept while the grid's size is); the
-    columns are positions ``start`` onwards (a lens window).
+    columns are positions ``start`` onwards (a lens window); ``axis_title=None``: no
+    title under the columns (their labels say what they are), and its room saved.
     """
     count, layers = len(labels), len(layer_labels)
+    below = LENS_LABELS_PX + (LENS_AXIS_TITLE_PX if axis_title else 0)
     return dict(
         title=dict(text=title),
-        xaxis=token_axis(labels, start, title=dict(text=axis_title)),
+        xaxis=token_axis(labels, start, **(dict(title=dict(text=axis_title)) if axis_title else {})),
         yaxis=dict(
             tickmode="array",
             tickvals=list(range(layers)),
@@ -588,7 +594,7 @@ def lens_layout(
         shapes=selection_shapes(start + count, selected, row=False, column=True, rows=layers),
         uirevision=f"{revision}:{start}:{count}:{layers}",
         width=lens_width(count),
-        height=max(260, LENS_ROW_PX * layers + 110),
-        margin=dict(l=80, r=10, t=32, b=78),
+        height=max(260, LENS_ROW_PX * layers + 32 + below),
+        margin=dict(l=80, r=10, t=32, b=below),
         hovermode="closest",
     )

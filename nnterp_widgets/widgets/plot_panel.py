@@ -184,10 +184,15 @@ class PlotPanel(OneAtATime, ipywidgets.VBox):
             if self._row is None:
                 self.children = (*[c for c in self.children if c not in figures], *joined)
             else:
-                self._row.children = tuple(joined)
+                self._row.children = self._beside(joined)
                 if self._row not in self.children:
                     self.children = (*self.children, self._row)
         return replaced
+
+    def _beside(self, joined: list) -> tuple:
+        """The side-by-side row's children for the figures joined so far, in page order
+        (a panel may group a figure with a widget of its own)."""
+        return tuple(joined)
 
     def _apply_theme(self, widget: go.FigureWidget, force: bool = False) -> None:
         theme = self.theme if self.theme in TEMPLATES else "light"

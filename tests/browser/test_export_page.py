@@ -81,6 +81,22 @@ def test_figures_drawn_with_the_same_labels(page):
     assert page.locator("#nnw-attention .main-svg").count() >= 1
 
 
+def test_the_token_view_shades_on_hover_in_the_page(page):
+    # The saved selection (token 2) is shaded; a hover shades the hovered token's row; a
+    # click selects there, with no kernel behind the page.
+    tokens = page.locator("#nnw-att-text .nnw-att-token")
+    assert tokens.all_text_contents() == [case["shown"] for case in TOKEN_CASES]
+    queries = "() => [...document.querySelectorAll('#nnw-att-text .nnw-att-query')].map(s => s.dataset.index)"
+    assert page.evaluate(queries) == ["2"]
+    tokens.nth(4).hover()
+    assert page.evaluate(queries) == ["4"] and tokens.nth(5).get_attribute("class").count("nnw-att-after") == 1
+    assert tokens.nth(1).get_attribute("title").startswith("key 1: weight ")
+    tokens.nth(4).click()
+    page.mouse.move(5, 5)
+    assert page.evaluate(queries) == ["4"]
+    assert page.locator("#nnw-att-text img").count() == 0
+
+
 def test_patching_section_renders_offline(browser, tmp_path):
     # The explorer's page with a sweep: the effect map and the pair's map drawn from the
     # page alone, the clean prompt's tokens as their labels (text: markup in one runs nothing).

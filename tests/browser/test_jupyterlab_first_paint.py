@@ -185,3 +185,17 @@ def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
     tree_right, lens_left = layout["beside"]
     assert tree_right <= lens_left + 1, layout["beside"]
     assert layout["span"] <= layout["shown"], (layout["span"], layout["shown"])
+    # The token view, under the head grid beside the heatmap: a hover shades what the
+    # hovered token attends to, in the page (the kernel is not asked).
+    tokens = explorer.locator(".nnw-att-token")
+    assert tokens.count() == count
+    heatmap = explorer.locator(".js-plotly-plot").first.bounding_box()
+    view = explorer.locator(".nnw-att-text").bounding_box()
+    assert view["x"] >= heatmap["x"] + heatmap["width"] - 1, (view, heatmap)
+    tokens.nth(count - 1).scroll_into_view_if_needed()
+    tokens.nth(count - 1).hover()
+    shaded = explorer.evaluate(
+        "(root) => [...root.querySelectorAll('.nnw-att-token')].filter(s => s.style.background).length"
+    )
+    assert explorer.locator(".nnw-att-query").get_attribute("data-index") == str(count - 1)
+    assert shaded == count  # the last token sees every token
