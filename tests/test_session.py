@@ -231,6 +231,15 @@ def test_a_zoom_is_the_exact_window_one_request_cached(small_side):
     with pytest.raises(ProbeError, match="a pattern window is"):
         session.attention(LONGER, 1, key="zoom", window="ab").result(timeout=60)
     assert session.attention(LONGER, 1, key="zoom", window=(0, 0)).result(timeout=120).exact  # still serving
+    # A smaller window: its side's exact cells.
+    small = session.attention(LONGER, 1, key="zoom", window=origin, side=2).result(timeout=120)
+    assert small.quantized.shape[1:] == (2, 2)
+    np.testing.assert_allclose(small.pattern, exact[:, q0 : q0 + 2, k0 : k0 + 2], atol=1 / QUANT)
+    for bad in (0, SMALL_SIDE + 1, 1.5):
+        with pytest.raises(ValueError, match="side must be a whole number"):
+            session.attention(LONGER, 1, key="zoom", window=origin, side=bad)
+    with pytest.raises(ValueError, match="zoom window's"):
+        session.attention(LONGER, 1, key="zoom", side=2)
 
 
 def test_bytes_grow_at_most_linearly_past_the_side(session):

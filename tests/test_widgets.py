@@ -292,8 +292,10 @@ def test_bad_max_tokens_shows_the_error_then_the_next_request_succeeds(session, 
     assert len(gen.wait(180).steps) == 2 and not gen.message.value.startswith("⚠")
 
 
-def test_a_long_prompt_shows_the_pooled_pattern_zooms_and_comes_back(session):
+def test_a_long_prompt_shows_the_pooled_pattern_zooms_and_comes_back(session, monkeypatch):
     from plotly.callbacks import Points
+
+    from nnterp_widgets.widgets import attention as attention_module
 
     from nnterp_widgets.widgets.figures import block_label, escape_token
 
@@ -323,6 +325,9 @@ def test_a_long_prompt_shows_the_pooled_pattern_zooms_and_comes_back(session):
         assert zoomed.exact and (zoomed.query_start, zoomed.key_start) == (q0, k0)
         exact = reference_attention(str(checkpoint("qwen2")), "qwen2", prompt)[("attention_probabilities", 0)]
         want = exact[0, :, q0 : q0 + 4, k0 : k0 + 4].cpu().numpy()
+
+        def want_at(q, k, side):  # the shown head's exact cells of a window
+            return exact[0, att.head, q : q + side, k : k + side].cpu().numpy()
         np.testing.assert_allclose(heatmap_matrix(att.figure.data[0]), want[0], atol=1 / 255)
         texts = zoomed.tokens.texts
         assert list(att.figure.layout.yaxis.ticktext) == [escape_token(t) for t in texts[q0 : q0 + 4]]
@@ -340,6 +345,14 @@ def test_a_long_prompt_shows_the_pooled_pattern_zooms_and_comes_back(session):
         click(att.figure.data[0], 1, 2)
         att.wait(120)
         assert att.zoomed is zoomed and session.engine_requests - before == 1
+        # A zoom is ZOOM_SIDE tokens a side where the pattern side is larger.
+        monkeypatch.setattr(attention_module, "ZOOM_SIDE", 2)
+        att.zoom_out_button.click()
+        click(att.figure.data[0], 3, 3)
+        att.wait(120)
+        q0, k0 = panel.zoom_origin(3, 3, 2)
+        assert (att.zoomed.query_start, att.zoomed.key_start) == (q0, k0)
+        np.testing.assert_allclose(heatmap_matrix(att.figure.data[0]), want_at(q0, k0, 2), atol=1 / 255)
     finally:
         session.pattern_side = kept
         view.close()

@@ -11,6 +11,7 @@ engine itself is only ever touched on the worker.
 
 from __future__ import annotations
 
+import numbers
 import os
 import threading
 import time
@@ -313,7 +314,14 @@ class Session:
         return future
 
     def attention(
-        self, text: str, layer: int, key: str = "prompt", *, ablate: Sequence = (), window: Any = None
+        self,
+        text: str,
+        layer: int,
+        key: str = "prompt",
+        *,
+        ablate: Sequence = (),
+        window: Any = None,
+        side: int | None = None,
     ) -> Future:
         """One layer's attention pattern for ``text``: one request, cached.
 
@@ -324,13 +332,14 @@ class Session:
             ablate: ``(layer, head)`` pairs zeroed in this run.
             window: ``None``: the pattern as the prompt request ships it (pooled past
                 ``pattern_side`` tokens); ``(query_start, key_start)``: the exact cells
-                of at most ``pattern_side`` queries and keys from there (a zoom).
+                of at most ``side`` queries and keys from there (a zoom).
+            side: a zoom window's side, at most ``pattern_side`` (its default).
 
         Returns:
             A future of an `AttentionPanel`.
         """
         heads = _heads(ablate)
-        limit, side = self.max_result_bytes, self.pattern_side
+        limit, side = self.max_result_bytes, _side(side, self.pattern_side, window)
         origin = None if window is None else _window(window)
         return self._cached(
             ("attention", text, heads, int(layer), origin, side),
@@ -682,6 +691,17 @@ class Session:
             for key, session in list(self._sessions.items()):
                 if session is self:
                     del self._sessions[key]
+
+
+def _side(side: Any, most: int, window: Any) -> int:
+    """A zoom window's side: ``most`` by default, else a whole number from 1 to ``most``."""
+    if side is None:
+        return most
+    if window is None:
+        raise ValueError("side is a zoom window's: give window=(query_start, key_start) with it")
+    if isinstance(side, bool) or not isinstance(side, numbers.Integral) or not 1 <= int(side) <= most:
+        raise ValueError(f"side must be a whole number from 1 to {most} (the pattern side); got {side!r}")
+    return int(side)
 
 
 def _window(window: Any) -> tuple:

@@ -35,13 +35,18 @@ from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from ..session import Session
 
-__all__ = ["AttentionView", "PREFILL_PATTERN", "DECODE_STEP_PATTERN"]
+__all__ = ["AttentionView", "DECODE_STEP_PATTERN", "PREFILL_PATTERN", "ZOOM_SIDE"]
 
 #: Which step the pattern is of: always the prompt's prefill (the engine serves it there only).
 PREFILL_PATTERN = "the pattern of the prefill (step 0)"
 #: ... said while a generation's decode step is shown elsewhere (the tree greys the pattern with the reason).
 DECODE_STEP_PATTERN = PREFILL_PATTERN + ", not of step {step}: a decode step has none (the module tree says why)"
 
+
+#: A zoom's side in tokens: a click on a pooled cell shows this many exact queries and keys
+#: around it, about 4 px a cell in the heatmap (the whole pattern side, 512, would be under
+#: 1 px a cell there, no closer than the pooled view).
+ZOOM_SIDE = 64
 
 #: A layer or head as typed: a whole number.
 WHOLE = re.compile(r"-?\d+")
@@ -53,7 +58,7 @@ class AttentionView(Asking, PlotPanel):
     """A layer / head picker, the chosen head's heatmap and a grid of all heads.
 
     ``session``: where a layer switch asks for the layer's pattern and a zoom for a
-    window of it (anything with ``attention(text, layer, key, ablate=..., window=...) ->
+    window of it (anything with ``attention(text, layer, key, ablate=..., window=..., side=...) ->
     Future``, a `Session`); ``key`` names this view's requests there.
     """
 
@@ -156,8 +161,8 @@ class AttentionView(Asking, PlotPanel):
 
     @one_at_a_time
     def zoom(self, query_start: int, key_start: int) -> None:
-        """Show the exact cells of the window from ``(query_start, key_start)``, at most
-        the session's pattern side a side: one request (cached by the session)."""
+        """Show the exact cells of the window from ``(query_start, key_start)``, `ZOOM_SIDE`
+        tokens a side (at most the session's pattern side): one request (cached by the session)."""
         result, layer = self._result, self.layer
         if result is None or self._panel is None:
             self.message.value = "no pattern to zoom into yet"
@@ -167,8 +172,11 @@ class AttentionView(Asking, PlotPanel):
             return
         origin = (int(query_start), int(key_start))
         self.set_status("busy", f"asking for layers[{layer}] queries {origin[0]}.., keys {origin[1]}..")
+        side = self._zoom_side()
         self._ask(
-            lambda: self.session.attention(result.prompt, layer, self.key, ablate=result.ablate, window=origin),
+            lambda: self.session.attention(
+                result.prompt, layer, self.key, ablate=result.ablate, window=origin, side=side
+            ),
             lambda window: self._zoom_landed(result, layer, window),
         )
 
@@ -179,6 +187,10 @@ class AttentionView(Asking, PlotPanel):
             return
         self._zoomed = None
         self._render()
+
+    def _zoom_side(self) -> int:
+        """A zoom window's side: `ZOOM_SIDE`, or the session's pattern side if smaller."""
+        return min(ZOOM_SIDE, getattr(self.session, "pattern_side", PATTERN_SIDE))
 
     def _zoom_landed(self, result: PromptResult, layer: int, window: AttentionPanel) -> None:
         if result is not self._result or layer != self.layer or self._panel is None:
@@ -400,8 +412,7 @@ class AttentionView(Asking, PlotPanel):
         if shown.exact:
             self.selected_token = row
         elif col is not None:
-            side = getattr(self.session, "pattern_side", PATTERN_SIDE)
-            self.zoom(*shown.zoom_origin(row, col, side))
+            self.zoom(*shown.zoom_origin(row, col, self._zoom_side()))
 
     def _on_text_click(self, change) -> None:
         """A click on a token in the token view selects it (the explorer's selected token)."""
