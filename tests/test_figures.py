@@ -1175,3 +1175,24 @@ def test_the_layer_and_head_boxes_take_whole_numbers_and_say_why_not():
     assert view.layer == 1 and view.layer_input.value == "1" and "out of range" in view.message.value
     view.layer_input.value = "2"
     assert view.layer == 2
+
+
+def test_every_widget_figure_and_the_export_take_the_short_tool_bar():
+    from nnterp_widgets import AttentionView, LogitLens
+    from nnterp_widgets.widgets.export import export_html
+    from nnterp_widgets.widgets.figures import PLOTLY_CONFIG
+    from test_export import _figures, synthetic_result, synthetic_tree
+
+    attention, lens = AttentionView(), LogitLens()
+    try:
+        for figure in (attention.figure, lens.figure):
+            assert figure._config == PLOTLY_CONFIG  # read by plotly.js when first drawn
+        assert attention.grid._config == {**PLOTLY_CONFIG, "displayModeBar": False}  # a picker
+    finally:
+        attention.close()
+        lens.close()
+    assert "zoom2d" not in PLOTLY_CONFIG["modeBarButtonsToRemove"]  # the tools these figures use stay
+    page = export_html(synthetic_result(), synthetic_tree())
+    for figure in _figures(page).values():
+        assert figure["config"]["modeBarButtonsToRemove"] == PLOTLY_CONFIG["modeBarButtonsToRemove"]
+        assert figure["config"]["displaylogo"] is False

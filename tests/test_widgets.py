@@ -328,6 +328,7 @@ def test_a_long_prompt_shows_the_pooled_pattern_zooms_and_comes_back(session, mo
 
         def want_at(q, k, side):  # the shown head's exact cells of a window
             return exact[0, att.head, q : q + side, k : k + side].cpu().numpy()
+
         np.testing.assert_allclose(heatmap_matrix(att.figure.data[0]), want[0], atol=1 / 255)
         texts = zoomed.tokens.texts
         assert list(att.figure.layout.yaxis.ticktext) == [escape_token(t) for t in texts[q0 : q0 + 4]]

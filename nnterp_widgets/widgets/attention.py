@@ -68,7 +68,7 @@ class AttentionView(Asking, PlotPanel):
 
     _clears_stale = False  # a main view: the explorer undims it with the prompt's answer
     figure = FigureSlot()  # the shown head's pattern
-    grid = FigureSlot()  # every head of the layer
+    grid = FigureSlot(tools=False)  # every head of the layer: a picker, nothing to zoom
 
     def __init__(
         self,

@@ -39,7 +39,7 @@ from .attention_text import AttentionText, text_view_state
 from .attribution_figures import attribution_figure
 from .contribution_figures import contribution_figure, route_picture
 from .causal_figures import branch_html, continuations_html, occlusion_figure
-from .figures import attention_figure, lens_figure
+from .figures import PLOTLY_CONFIG, attention_figure, lens_figure
 from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
 from .tokens import show_token
@@ -58,7 +58,7 @@ STATIC_MODEL_JS: Path = JS_DIR / "static_model.js"
 _JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 # Text that would end or confuse a <script> element's content in the HTML parser.
 _SCRIPT_ENDS = ("</script", "<!--")
-_FIGURE_CONFIG = {"displaylogo": False, "responsive": True}
+_FIGURE_CONFIG = {**PLOTLY_CONFIG, "responsive": True}
 
 # The page around the widget: the system's colours (the widget has its own palette).
 _PAGE_CSS = """

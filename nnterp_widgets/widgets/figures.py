@@ -46,6 +46,7 @@ __all__ = [
     "FIGURE_WIDTH",
     "HOVER_TEXT_MAX_TOKENS",
     "MAX_TICK_LABELS",
+    "PLOTLY_CONFIG",
     "attention_axes",
     "attention_figure",
     "attention_selection",
@@ -74,6 +75,23 @@ MAX_TICK_LABELS = 64
 CELL_TEXT_CHARS = 8
 #: Up to this many tokens the attention hover text is per-cell ``customdata``.
 HOVER_TEXT_MAX_TOKENS = 256
+
+#: plotly.js's settings for every figure, in a widget and in the export: no logo, and only
+#: the tools these figures use (zoom, pan, reset, save as PNG), so the tool bar that shows on
+#: hover is short and stays clear of the left-aligned titles.
+PLOTLY_CONFIG = {
+    "displaylogo": False,
+    "modeBarButtonsToRemove": [
+        "select2d",
+        "lasso2d",
+        "zoomIn2d",
+        "zoomOut2d",
+        "autoScale2d",
+        "toggleSpikelines",
+        "hoverClosestCartesian",
+        "hoverCompareCartesian",
+    ],
+}
 
 #: Width of every figure but a wide lens. Figures set their width: plotly's autosize does not
 #: work for a FigureWidget (its first draw, before it is attached, writes plotly's default

@@ -79,8 +79,12 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.target: Any = None  # followed by every generation asked for (a token id or text)
         self.asked_target: Any = None  # the target the shown (or coming) generation follows
         self._init_asking()
+        # The label as wide as its word, so the box holds six digits.
         self.tokens_input = ipywidgets.IntText(
-            value=GENERATE_TOKENS, description="tokens", layout=ipywidgets.Layout(width="150px")
+            value=GENERATE_TOKENS,
+            description="tokens",
+            style={"description_width": "initial"},
+            layout=ipywidgets.Layout(width="150px"),
         )
         self.generate_button = ipywidgets.Button(description="generate", tooltip="generate this many tokens")
         self.step_slider = StepSlider()

@@ -15,6 +15,7 @@ import traitlets
 from ..session import IDLE, State, Status
 from ..session.panels import PromptResult
 from .figure_transport import for_widget
+from .figures import PLOTLY_CONFIG
 from .lifecycle import OneAtATime, close_all, one_at_a_time
 
 #: The plotly template for each page theme (the module tree reports the page's).
@@ -36,6 +37,10 @@ class FigureSlot:
     the first picture lands instead.
     """
 
+    def __init__(self, tools: bool = True) -> None:
+        #: ``tools=False``: no tool bar (a picker such as the head grid has nothing to zoom).
+        self.config = dict(PLOTLY_CONFIG) if tools else {**PLOTLY_CONFIG, "displayModeBar": False}
+
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
@@ -45,6 +50,9 @@ class FigureSlot:
         made = holder.__dict__.get(self.name)
         if made is None:
             made = holder.__dict__[self.name] = go.FigureWidget()
+            # plotly.js reads the config when the figure is first drawn; FigureWidget takes
+            # it only through this trait (no public argument).
+            made._config = dict(self.config)  # noqa: SLF001
         return made
 
     def made(self, holder: Any) -> go.FigureWidget | None:

@@ -63,13 +63,23 @@ class SteerPanel(Asking, ipywidgets.VBox):
             DEFAULT_NEGATIVE, description="negative", layout=ipywidgets.Layout(width="48%")
         )
         self.layer_input = ipywidgets.BoundedIntText(
-            value=layer, min=0, max=10_000, description="layer", layout=ipywidgets.Layout(width="150px")
+            value=layer,
+            min=0,
+            max=10_000,
+            description="layer",
+            style={"description_width": "initial"},  # the box holds its five digits
+            layout=ipywidgets.Layout(width="150px"),
         )
         self.coefficient_slider = ipywidgets.FloatSlider(
             value=coefficient, min=-16.0, max=16.0, step=0.5, description="coefficient", continuous_update=False
         )
         self.tokens_input = ipywidgets.BoundedIntText(
-            value=8, min=1, max=256, description="tokens", layout=ipywidgets.Layout(width="150px")
+            value=8,
+            min=1,
+            max=256,
+            description="tokens",
+            style={"description_width": "initial"},
+            layout=ipywidgets.Layout(width="150px"),
         )
         self.run_button = ipywidgets.Button(description="steer", tooltip="generate with and without the vector")
         self.message = ipywidgets.Label("")

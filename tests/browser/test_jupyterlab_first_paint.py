@@ -116,7 +116,9 @@ LAYOUT_JS = """(root) => {
     const bar = gd.querySelector('.colorbar');
     return {title, x: boxes('.xaxislayer-above .xtick text, .xaxislayer-above .x2tick text'),
             y: boxes('.yaxislayer-above .ytick text, .yaxislayer-above .y2tick text'),
-            bar: bar ? bar.getBoundingClientRect().right : null};
+            bar: bar ? bar.getBoundingClientRect().right : null,
+            // the title and the tool bar plotly shows on hover (laid out while hidden)
+            heading: boxes('.gtitle'), tools: boxes('.modebar')};
   });
   // One screen: from the explorer's top to the lens's bottom, against the height the
   // notebook shows under JupyterLab's bars (the explorer scrolled to the top of it).
@@ -179,6 +181,9 @@ def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
         assert _overlaps(plot["x"]) == [] and _overlaps(plot["y"]) == [], plot["title"]
         if plot["bar"] is not None:
             assert plot["bar"] <= layout["right"] + 1, plot["title"]  # the colour bar in view
+        assert _overlaps(plot["heading"] + plot["tools"]) == [], plot  # no tool covers the title
+    tools = {plot["title"].split(":")[0]: bool(plot["tools"]) for plot in layout["plots"]}
+    assert tools["logit lens"] and tools["layers[0] head 0"] and not tools["layers[0]"], tools  # measured above
     tour._shot(explorer, "explorer_300_tokens")
     # The tree, the attention view and the lens on one screen: the tree in a column beside
     # them, and the lens's bottom within the notebook's visible height.
@@ -199,3 +204,10 @@ def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
     )
     assert explorer.locator(".nnw-att-query").get_attribute("data-index") == str(count - 1)
     assert shaded == count  # the last token sees every token
+    # A number box shows all of what it holds: the generation's token count at six digits.
+    _kernel_json(p, "explorer.generation.tokens_input.__setattr__('value', 100000) or 0")
+    box = explorer.locator(".widget-inline-hbox", has_text="tokens").locator("input").first
+    p.wait_for_function("(input) => input.value === '100000'", arg=box.element_handle(), timeout=10_000)
+    assert box.evaluate("(input) => input.scrollWidth <= input.clientWidth"), box.evaluate(
+        "(input) => [input.scrollWidth, input.clientWidth]"
+    )
