@@ -18,8 +18,8 @@ import pytest
 
 from nnterp_widgets.session.panels import AttentionPanel, LensPanel, PromptResult, Tokens
 from nnterp_widgets.widgets.assets import (
-    ATTENTION_TEXT_CSS,
-    ATTENTION_TEXT_ESM,
+    ATTENTION_TOKENS_CSS,
+    ATTENTION_TOKENS_ESM,
     MODULE_TREE_CSS,
     MODULE_TREE_ESM,
     module_text,
@@ -189,15 +189,15 @@ def test_self_contained(page):
 
 
 def test_runs_the_widgets_own_front_end(page):
-    """The page's modules are module_tree.js and attention_text.js as served to the
+    """The page's modules are module_tree.js and attention_tokens.js as served to the
     widgets, each followed by the static model reading its own saved state."""
     modules = re.findall(r'<script type="module">(.*?)</script>', page, re.S)
     static = STATIC_MODEL_JS.read_text(encoding="utf-8")
     assert sorted(modules) == sorted(
         f'{module_text(entry)}\nconst STATIC_HOLDER = "{holder}";\n{static}'
-        for entry, holder in ((MODULE_TREE_ESM, "nnw-model"), (ATTENTION_TEXT_ESM, "nnw-att-model"))
+        for entry, holder in ((MODULE_TREE_ESM, "nnw-model"), (ATTENTION_TOKENS_ESM, "nnw-att-model"))
     )
-    for css in (MODULE_TREE_CSS, ATTENTION_TEXT_CSS):
+    for css in (MODULE_TREE_CSS, ATTENTION_TOKENS_CSS):
         assert "<style>" + css.read_text(encoding="utf-8") + "</style>" in page
 
 

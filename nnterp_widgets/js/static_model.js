@@ -1,6 +1,6 @@
 /*
  * The static export's model: widgets/export.py appends this to a widget's module
- * (module_tree.js, attention_text.js) after a line naming the JSON block that holds the
+ * (module_tree.js, attention_tokens.js) after a line naming the JSON block that holds the
  * widget's saved state (`const STATIC_HOLDER = "...";`), one module script per widget, so
  * the page runs the widget's own `render` with no kernel behind it. The block's
  * data-bytes names the keys saved as base64 (binary traits, a DataView here); data-local

@@ -27,12 +27,12 @@ STEP_SLIDER_ESM: Path = JS_DIR / "step_slider.js"
 STEP_SLIDER_CSS: Path = JS_DIR / "step_slider.css"
 POSITION_WINDOW_ESM: Path = JS_DIR / "position_window.js"
 POSITION_WINDOW_CSS: Path = JS_DIR / "position_window.css"
-ATTENTION_TEXT_ESM: Path = JS_DIR / "attention_text.js"
-ATTENTION_TEXT_CSS: Path = JS_DIR / "attention_text.css"
+ATTENTION_TOKENS_ESM: Path = JS_DIR / "attention_tokens.js"
+ATTENTION_TOKENS_CSS: Path = JS_DIR / "attention_tokens.css"
 
 __all__ = [
-    "ATTENTION_TEXT_CSS",
-    "ATTENTION_TEXT_ESM",
+    "ATTENTION_TOKENS_CSS",
+    "ATTENTION_TOKENS_ESM",
     "JS_DIR",
     "MODULE_TREE_CSS",
     "MODULE_TREE_ESM",

@@ -7,7 +7,7 @@ text views do); a click selects it, and the selection is shaded while nothing is
     view.show(state)                          # the browser shades on hover, asking nothing
     view.selected = 7                         # the explorer's selected token
 
-The shading happens in the browser (``js/attention_text.js``), so a hover costs no
+The shading happens in the browser (``js/attention_tokens.js``), so a hover costs no
 request. Each query's row is shaded on the head's own scale with the first token set
 apart (`figures.head_scale`, computed here per query and shipped with the weights), so a
 head that parks its weight on the first token still shows where the rest goes; each
@@ -25,7 +25,7 @@ import numpy as np
 import traitlets
 
 from ..session.panels import PATTERN_SIDE, AttentionPanel
-from .assets import ATTENTION_TEXT_CSS, ATTENTION_TEXT_ESM
+from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM
 from .figures import HIGHLIGHT, head_scale
 from .tokens import show_token
 
@@ -86,8 +86,8 @@ class AttentionText(anywidget.AnyWidget):
     """The token view's widget: shows a `TextViewState`; ``selected`` is the selected
     query (``-1`` for none), written by a click in the browser or by the explorer."""
 
-    _esm = ATTENTION_TEXT_ESM
-    _css = ATTENTION_TEXT_CSS
+    _esm = ATTENTION_TOKENS_ESM
+    _css = ATTENTION_TOKENS_CSS
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     weights = traitlets.Bytes(b"").tag(sync=True)
     scales = traitlets.Bytes(b"").tag(sync=True)

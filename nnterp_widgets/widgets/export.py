@@ -34,7 +34,7 @@ from ..session.steering import SteerResult
 from ..session.generation import GenerationResult
 from ..session.intervention_results import PairLens, PatchResult
 from ..session.panels import AttentionPanel, LensPanel, PromptResult
-from .assets import ATTENTION_TEXT_CSS, ATTENTION_TEXT_ESM, JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
+from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM, JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
 from .attention_text import AttentionText, text_view_state
 from .attribution_figures import attribution_figure
 from .contribution_figures import contribution_figure, route_picture
@@ -184,7 +184,7 @@ def export_html(
     if contributions is not None:
         body.append(contributions_section(contributions, threshold, plotlyjs=False))
     body.extend(causal_sections(occlusion, steering, branch))
-    head = [f"<style>{css.read_text(encoding='utf-8')}</style>" for css in (MODULE_TREE_CSS, ATTENTION_TEXT_CSS)]
+    head = [f"<style>{css.read_text(encoding='utf-8')}</style>" for css in (MODULE_TREE_CSS, ATTENTION_TOKENS_CSS)]
     return _page(title, result.prompt, head, body, path)
 
 
@@ -207,7 +207,7 @@ def _token_view(attention: AttentionPanel | None, head: int, selected: int) -> s
         '<div id="nnw-att-text"></div>'
         '<script type="application/json" id="nnw-att-model" data-target="nnw-att-text" '
         f'data-bytes="weights,scales" data-local="selected">{script_json(saved)}</script>'
-        f'<script type="module">{_module_script(ATTENTION_TEXT_ESM, "nnw-att-model")}</script>'
+        f'<script type="module">{_module_script(ATTENTION_TOKENS_ESM, "nnw-att-model")}</script>'
     )
 
 

@@ -1,4 +1,4 @@
-"""Browser test of the attention view's token view (nnterp_widgets/js/attention_text.js)
+"""Browser test of the attention view's token view (nnterp_widgets/js/attention_tokens.js)
 alone: no kernel, no engine. The module runs in Chromium on a fake anywidget model fed
 the state `text_view_state` makes of a synthetic panel; the test hovers tokens and checks
 each token's shade is its weight on the query's own scale (what the Python state says),
@@ -12,7 +12,7 @@ import re
 import pytest
 
 from browser_support import require_browser
-from nnterp_widgets.widgets.assets import ATTENTION_TEXT_CSS, ATTENTION_TEXT_ESM
+from nnterp_widgets.widgets.assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM
 from nnterp_widgets.widgets.attention_text import POOLED, AttentionText, text_view_state
 from test_export import synthetic_result
 
@@ -73,9 +73,9 @@ def page(browser, synthetic):
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.set_content('<!doctype html><html lang="en"><body><div id="host"></div></body></html>')
-    page.add_style_tag(content=ATTENTION_TEXT_CSS.read_text(encoding="utf-8"))
+    page.add_style_tag(content=ATTENTION_TOKENS_CSS.read_text(encoding="utf-8"))
     page.evaluate("(s) => { window.initial = s; }", initial)
-    page.add_script_tag(content=ATTENTION_TEXT_ESM.read_text(encoding="utf-8") + FAKE_MODEL, type="module")
+    page.add_script_tag(content=ATTENTION_TOKENS_ESM.read_text(encoding="utf-8") + FAKE_MODEL, type="module")
     page.wait_for_function("() => window.cleanup !== undefined")
     yield page
     assert errors == []
