@@ -1196,3 +1196,28 @@ def test_every_widget_figure_and_the_export_take_the_short_tool_bar():
     for figure in _figures(page).values():
         assert figure["config"]["modeBarButtonsToRemove"] == PLOTLY_CONFIG["modeBarButtonsToRemove"]
         assert figure["config"]["displaylogo"] is False
+
+
+def test_the_head_grid_keeps_to_three_rows_however_many_heads():
+    from nnterp_widgets.widgets.figures import GRID_ROWS, GRID_WIDTH, SHOWN_MARK, grid_shape
+
+    assert [grid_shape(h) for h in (1, 2, 4, 9, 12, 14, 32, 64)] == [
+        (1, 1),
+        (1, 2),
+        (1, 4),
+        (3, 4),  # the trained model: as before
+        (3, 4),
+        (3, 5),
+        (3, 11),
+        (3, 22),
+    ]
+    tall = head_grid_figure(panel_of(make_result(heads=32), 0), shown=3)
+    nine = head_grid_figure(panel_of(make_result(heads=9), 0), shown=3)
+    for fig, heads in ((tall, 32), (nine, 9)):
+        assert len(fig.data) == heads and fig.layout.width == GRID_WIDTH
+        rows = {trace.yaxis for trace in fig.data}
+        assert len({fig.layout[axis.replace("y", "yaxis")].domain for axis in rows}) == GRID_ROWS
+    assert tall.layout.height < nine.layout.height  # narrower columns, square cells: shorter rows
+    titles = [a.text for a in tall.layout.annotations if a.text != tall.layout.title.text]
+    assert titles[3] == f"{SHOWN_MARK}3" and titles[31] == "31"  # a number alone in a narrow column
+    assert [a.text for a in nine.layout.annotations][3] == f"{SHOWN_MARK}head 3"

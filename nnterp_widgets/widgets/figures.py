@@ -100,13 +100,18 @@ PLOTLY_CONFIG = {
 #: right-hand columns off.
 FIGURE_WIDTH = 700
 #: Sizes that put the tree, the heatmap with its head grid, and the lens on one screen
-#: (1600 x 1000, JupyterLab): the heatmap's size, the head grid's width and height per row
-#: of four heads, a lens row's height.
+#: (1600 x 1000, JupyterLab): the heatmap's size, the head grid's width, a lens row's height.
 ATTENTION_WIDTH = 430
 ATTENTION_HEIGHT = 300
 GRID_WIDTH = 300
-GRID_ROW_PX = 70
 LENS_ROW_PX = 11
+#: The head grid: at least `GRID_COLS` columns, at most `GRID_ROWS` rows (more heads take
+#: more, narrower columns: a 32-head layer is 3 rows of 11), so the grid and the token view
+#: under it stay as tall as the heatmap beside them; square cells, `GRID_FRAME_PX` across
+#: the margins; past `GRID_COLS` columns a head's title is its number alone.
+GRID_COLS = 4
+GRID_ROWS = 3
+GRID_FRAME_PX = 20
 #: Under a lens's columns: room for their rotated labels, and for the axis's title.
 LENS_LABELS_PX = 60
 LENS_AXIS_TITLE_PX = 18
@@ -391,15 +396,23 @@ SHOWN_MARK = "▶ "
 ABLATED_MARK = " ✕ ablated"
 
 
-def head_title(head: int, shown: bool, ablated: bool) -> str:
-    """A head's title in the grid: marked when it is the one shown, and when it is ablated."""
-    return f"{SHOWN_MARK if shown else ''}head {head}{ABLATED_MARK if ablated else ''}"
+def head_title(head: int, shown: bool, ablated: bool, compact: bool = False) -> str:
+    """A head's title in the grid: marked when it is the one shown, and when it is ablated
+    (``compact``: its number alone, for a grid of narrow columns)."""
+    name = str(head) if compact else f"head {head}"
+    return f"{SHOWN_MARK if shown else ''}{name}{ABLATED_MARK if ablated else ''}"
+
+
+def grid_shape(heads: int) -> tuple[int, int]:
+    """``(rows, columns)`` of the head grid for ``heads`` heads."""
+    cols = max(1, min(heads, max(GRID_COLS, math.ceil(heads / GRID_ROWS))))
+    return math.ceil(heads / cols), cols
 
 
 def head_grid_figure(
     panel: AttentionPanel, max_side: int | None = None, shown: int | None = None, ablated: Sequence[int] = ()
 ) -> go.Figure:
-    """Small multiples: one heatmap per head of ``panel``'s layer, 4 to a row.
+    """Small multiples: one heatmap per head of ``panel``'s layer (`grid_shape`).
 
     Each is the head's thumbnail (its exact probabilities mean-pooled in the engine),
     :func:`mean_pool` ed further to at most ``max_side`` a side if given; each on its own
@@ -409,12 +422,12 @@ def head_grid_figure(
     the ``ablated`` heads' titles say so.
     """
     heads = panel.num_heads
-    cols = max(1, min(4, heads))
-    rows = max(1, math.ceil(heads / cols))
+    rows, cols = grid_shape(heads)
+    compact = cols > GRID_COLS
     fig = make_subplots(
         rows=rows,
         cols=cols,
-        subplot_titles=[head_title(h, h == shown, h in ablated) for h in range(heads)],
+        subplot_titles=[head_title(h, h == shown, h in ablated, compact) for h in range(heads)],
         horizontal_spacing=0.03,
         vertical_spacing=min(0.08, 0.5 / rows),
     )
@@ -433,12 +446,14 @@ def head_grid_figure(
             row=h // cols + 1,
             col=h % cols + 1,
         )
+    if compact:
+        fig.update_annotations(font=dict(size=11))
     fig.update_xaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False)
     fig.update_yaxes(showticklabels=False, ticks="", showgrid=False, zeroline=False, autorange="reversed")
     fig.update_layout(
         title=dict(text=f"layers[{panel.layer}]: all heads (click one)"),
         width=GRID_WIDTH,
-        height=GRID_ROW_PX * rows + 58,
+        height=(GRID_WIDTH - GRID_FRAME_PX) // cols * rows + 58,
         margin=dict(l=10, r=10, t=38, b=10),
         uirevision=f"grid:{len(panel.tokens)}",
     )
