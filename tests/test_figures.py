@@ -1139,8 +1139,16 @@ def test_a_wide_lens_takes_the_output_areas_width_and_shorter_labels():
     assert fig.layout.width == lens_width(len(result.lens.positions))
 
 
+def _row(panel: AttentionPanel, query: int) -> AttentionPanel:
+    """Query ``query``'s exact row over every key, as `Session.attention_row` ships it."""
+    cells = np.ascontiguousarray(panel.quantized[:, query : query + 1, :])
+    return AttentionPanel(
+        panel.tokens, panel.layer, panel.num_layers, cells, cells.astype(np.float32) / QUANT, 1, query, 0
+    )
+
+
 def test_the_token_view_ships_each_querys_row_and_its_scale_with_the_sink_set_apart():
-    from nnterp_widgets.widgets.attention_text import POOLED, text_view_state
+    from nnterp_widgets.widgets.attention_text import text_view_state
     from nnterp_widgets.widgets.figures import SCALE_FLOOR
     from nnterp_widgets.widgets.tokens import show_token
 
@@ -1148,7 +1156,8 @@ def test_the_token_view_ships_each_querys_row_and_its_scale_with_the_sink_set_ap
     panel = panel_of(result, 1)
     state = text_view_state(panel, 2)
     count = len(TEXTS)
-    assert state.tokens == tuple(show_token(text) for text in panel.tokens.texts) and state.note == ""
+    assert state.tokens == tuple(show_token(text) for text in panel.tokens.texts)
+    assert state.rows == tuple(range(count))  # a short prompt: every row, so a hover asks nothing
     assert len(state.weights) == count * count and len(state.scales) == 4 * count
     assert state.caption == "layers[1] head 2"
     for query in range(count):
@@ -1158,8 +1167,15 @@ def test_the_token_view_ships_each_querys_row_and_its_scale_with_the_sink_set_ap
         off_first = row[1 : query + 1].max() if query else row[0]
         assert state.scale(query) == pytest.approx(min(1.0, max(SCALE_FLOOR, off_first)), abs=1e-6)
     assert text_view_state(panel, 0).weights != state.weights  # another head, other rows
-    pooled = text_view_state(_pooled(panel, 3), 0)
-    assert pooled.note == POOLED.format(side=512) and pooled.tokens == () and pooled.weights == b""
+    # Pooled (a long prompt): the tokens alone, then the selected query's row once it came.
+    pooled = _pooled(panel, 3)
+    bare = text_view_state(pooled, 0)
+    assert bare.tokens == state.tokens and bare.rows == () and bare.weights == b"" and bare.scales == b""
+    one = text_view_state(pooled, 2, _row(panel, 5))
+    assert one.rows == (5,) and len(one.weights) == count
+    np.testing.assert_allclose(one.row(5), state.row(5))
+    assert one.scale(5) == state.scale(5)
+    assert text_view_state(pooled, 2, _row(panel_of(result, 0), 5)).rows == ()  # another layer's row: not shown
     with pytest.raises(IndexError, match="out of range"):
         text_view_state(panel, panel.num_heads)
 

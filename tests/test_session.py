@@ -242,6 +242,22 @@ def test_a_zoom_is_the_exact_window_one_request_cached(small_side):
         session.attention(LONGER, 1, key="zoom", side=2)
 
 
+def test_an_attention_row_is_one_querys_exact_weights_over_every_key(small_side):
+    session = small_side
+    exact = reference_attention(str(checkpoint("qwen2")), "qwen2", LONGER)[("attention_probabilities", 1)][0]
+    count = len(session.tokens(LONGER))
+    before = session.engine_requests
+    row = session.attention_row(LONGER, 1, count - 3, key="row").result(timeout=120)
+    assert session.engine_requests - before == 1
+    assert session.attention_row(LONGER, 1, count - 3, key="row").result(timeout=5) is row  # cached
+    assert row.exact and row.query_start == count - 3 and row.key_start == 0
+    assert row.quantized.shape == (row.num_heads, 1, count) and count > SMALL_SIDE  # past the side: every key
+    np.testing.assert_allclose(row.pattern[:, 0], exact[:, count - 3].cpu().numpy(), atol=1 / QUANT)
+    with pytest.raises(ProbeError, match="outside"):
+        session.attention_row(LONGER, 1, count, key="row").result(timeout=60)
+    assert session.attention_row(LONGER, 1, 0, key="row").result(timeout=120).exact  # still serving
+
+
 def test_bytes_grow_at_most_linearly_past_the_side(session):
     kept = session.pattern_side
     session.pattern_side = 8

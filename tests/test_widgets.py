@@ -339,13 +339,15 @@ def test_a_long_prompt_shows_the_pooled_pattern_zooms_and_comes_back(session, mo
         assert f"queries {q0}..{q0 + 3}, keys {k0}..{k0 + 3} (exact)" in view.to_html()  # the page shows the zoom
         click(att.figure.data[0], q0 + 1, k0)  # a click on an exact cell selects its query
         assert att.selected_token == q0 + 1 and view.lens.selected_token == q0 + 1
+        assert att.wait_token_view(120).query_start == q0 + 1  # the token view's row: one request
+        assert session.engine_requests - before == 2
         # Zoom out: the pooled pattern again, no request; zooming back in is cached.
         att.zoom_out_button.click()
         assert att.zoomed is None and att.zoom_out_button.disabled
         np.testing.assert_array_equal(heatmap_matrix(att.figure.data[0]), panel.head(2))
         click(att.figure.data[0], 1, 2)
         att.wait(120)
-        assert att.zoomed is zoomed and session.engine_requests - before == 1
+        assert att.zoomed is zoomed and session.engine_requests - before == 2
         # A zoom is ZOOM_SIDE tokens a side where the pattern side is larger.
         monkeypatch.setattr(attention_module, "ZOOM_SIDE", 2)
         att.zoom_out_button.click()
@@ -855,15 +857,44 @@ def test_the_token_view_follows_the_selected_token_and_head(session, explorer):
     text = view.text_view
     explorer.selected_token = 2
     assert text.selected == 2 and text.caption == f"layers[{view.layer}] head {view.head}"
-    assert text.state == text_view_state(view.shown, view.head, session.pattern_side)
+    assert text.state == text_view_state(view.shown, view.head)
     view.head = 1
-    assert text.caption.endswith("head 1") and text.state == text_view_state(view.shown, 1, session.pattern_side)
+    assert text.caption.endswith("head 1") and text.state == text_view_state(view.shown, 1)
     text.selected = 1  # a click on a token in the browser
     assert explorer.selected_token == 1 and view.selected_token == 1
     text.selected = 999  # past the prompt: refused, put back
     assert explorer.selected_token == 1 and text.selected == 1
     explorer.selected_token = -1
     assert text.selected == -1
+
+
+def test_past_the_pattern_side_the_token_view_shows_the_selected_querys_row(session):
+    prompt = "The Eiffel Tower is in Paris and the Colosseum is in Rome"
+    kept = session.pattern_side
+    session.pattern_side = 4  # 12 tokens: the shipped pattern is pooled
+    view = Explorer(session, prompt=prompt)
+    try:
+        view.wait(120)
+        att, text = view.attention, view.attention.text_view
+        assert not att.panel.exact and text.rows == [] and len(text.tokens) == len(view.result.tokens)
+        before = session.engine_requests
+        text.selected = 7  # a click on a token in the browser
+        row = att.wait_token_view(120)
+        assert session.engine_requests - before == 1 and row.query_start == 7
+        exact = reference_attention(str(checkpoint("qwen2")), "qwen2", prompt)[("attention_probabilities", 0)]
+        assert text.rows == [7] and text.state == text_view_state(att.shown, att.head, row)
+        np.testing.assert_allclose(text.state.row(7), exact[0, att.head, 7].cpu().numpy(), atol=1 / 255)
+        att.head = 2  # another head: the same row request's weights, no request
+        assert text.state.row(7) == pytest.approx(exact[0, 2, 7].cpu().numpy(), abs=1 / 255)
+        assert session.engine_requests - before == 1
+        assert 'data-local="selected"' in view.to_html() and '"rows": [7]' in view.to_html()  # the export too
+        view.selected_token = 3  # another token: its row
+        assert att.wait_token_view(120).query_start == 3 and text.rows == [3]
+        view.selected_token = -1
+        assert text.rows == [] and att.row_panel is None
+    finally:
+        session.pattern_side = kept
+        view.close()
 
 
 def test_the_tools_are_tabs_under_the_lens(explorer):

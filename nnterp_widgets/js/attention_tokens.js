@@ -9,13 +9,18 @@
  *
  * CONTRACT (all traits sync=True):
  *   tokens    List[str]  read   each token as shown (the package's one token formatter)
- *   weights   Bytes      read   the head's exact pattern, uint8 [n, n] row-major (weight * 255)
- *   scales    Bytes      read   float32 [n]: each query's colour-scale top (its largest
+ *   rows      List[int]  read   the queries whose weights are here: every one (a short prompt),
+ *                               or the selected one (past the pattern side), or none
+ *   weights   Bytes      read   those rows of the head's exact pattern, uint8 [rows, n]
+ *                               row-major (weight * 255)
+ *   scales    Bytes      read   float32 [rows]: each row's colour-scale top (its largest
  *                               weight off the first token; above it a cell saturates)
  *   shade     Unicode    read   the shade's colour as "r, g, b"
  *   caption   Unicode    read   which layer and head the weights are of
- *   note      Unicode    read   said instead of the tokens when there is no exact pattern
  *   selected  Int        r/w    the selected query (-1: none); the JS writes it on a click
+ *
+ * A hovered query whose row is not here is outlined, nothing shaded: a click selects it,
+ * and the kernel sends its row.
  */
 
 const HOW = "hover a token (or move with the arrow keys) to shade what it attends to; click it (or Enter) to select it";
@@ -52,6 +57,7 @@ function render({ model, el }) {
   let spans = [];
   let weights = new Uint8Array(0);
   let scales = new Float32Array(0);
+  let rowOf = new Map(); // query -> its row in weights and scales
   let hovered = -1; // the query shaded while the pointer (or the keyboard cursor) is on it
 
   function count() {
@@ -65,16 +71,17 @@ function render({ model, el }) {
 
   function build() {
     const tokens = model.get("tokens") || [];
-    const note = String(model.get("note") || "");
+    const rows = model.get("rows") || [];
     weights = bytesOf(model.get("weights"));
     scales = floatsOf(model.get("scales"));
+    rowOf = new Map(rows.map((query, index) => [Number(query), index]));
     body.replaceChildren();
     spans = [];
     hovered = -1;
-    if (note || weights.length !== tokens.length * tokens.length || scales.length !== tokens.length) {
-      body.textContent = note;
+    const consistent = weights.length === rows.length * tokens.length && scales.length === rows.length;
+    if (!tokens.length || !consistent) {
       root.title = "";
-      root.setAttribute("aria-label", note || "no pattern");
+      root.setAttribute("aria-label", "no pattern");
       caption.textContent = "";
       return;
     }
@@ -88,7 +95,8 @@ function render({ model, el }) {
     body.append(...spans);
     // Said once per pattern: a caption that changed on hover would move the tokens under the pointer.
     const base = String(model.get("caption") || "");
-    caption.textContent = base ? `${base} · hover a token: ` : "";
+    const every = rows.length === tokens.length;
+    caption.textContent = base ? `${base} · ${every ? "hover" : "click"} a token: ` : "";
     root.title = HOW;
     root.setAttribute("aria-label", `the prompt's tokens: ${HOW}`);
     shade();
@@ -106,8 +114,20 @@ function render({ model, el }) {
       }
       return;
     }
-    const top = Math.max(scales[query] || 1, 1e-6);
     const chosen = selected();
+    const index = rowOf.get(query);
+    if (index === undefined) {
+      for (const span of spans) {
+        span.style.background = "";
+        span.classList.remove("nnw-att-after");
+        span.classList.toggle("nnw-att-query", span === spans[query]);
+        span.classList.toggle("nnw-att-selected", Number(span.dataset.index) === chosen);
+        span.removeAttribute("title");
+      }
+      spans[query].title = "click to see what this token attends to";
+      return;
+    }
+    const top = Math.max(scales[index] || 1, 1e-6);
     for (let key = 0; key < n; key++) {
       const span = spans[key];
       span.classList.toggle("nnw-att-query", key === query);
@@ -119,7 +139,7 @@ function render({ model, el }) {
         continue;
       }
       span.classList.remove("nnw-att-after");
-      const weight = weights[query * n + key] / 255;
+      const weight = weights[index * n + key] / 255;
       const alpha = Math.min(1, weight / top);
       span.style.background = `rgba(${rgb}, ${alpha.toFixed(2)})`;
       span.title = `key ${key}: weight ${weight.toFixed(3)}`;
@@ -178,7 +198,7 @@ function render({ model, el }) {
     }
   });
 
-  const rebuilt = ["change:tokens", "change:weights", "change:scales", "change:note", "change:caption"];
+  const rebuilt = ["change:tokens", "change:rows", "change:weights", "change:scales", "change:caption"];
   const reshaded = ["change:selected", "change:shade"];
   for (const name of rebuilt) model.on(name, build);
   for (const name of reshaded) model.on(name, shade);

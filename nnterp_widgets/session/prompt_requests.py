@@ -403,6 +403,29 @@ def run_attention(
     if origin is not None:
         block, (q0, k0) = 1, origin
         cut = (q0, min(count, q0 + side), k0, min(count, k0 + side))
+    return _pattern_request(model, ids, layer, heads, block, cut, origin or (0, 0))
+
+
+def run_attention_row(
+    model, prompt: str, layer: int, query: int, *, ablate: Sequence = (), max_bytes: int = MAX_RESULT_BYTES
+) -> AttentionPanel:
+    """Query ``query``'s exact weights over every key, in every head of layer ``layer``:
+    one trace, a one-row window (the token view of a prompt past the pattern side, whose
+    shipped pattern is pooled)."""
+    ids = check_prompt(model, prompt)
+    heads = check_ablate(model, ablate)
+    layer = int(layer)
+    check_layer(model, layer)
+    count = len(ids)
+    query, _ = check_window(count, (query, 0))
+    thumb = min(count, THUMBNAIL_SIDE)
+    check_size(model.num_heads * (count + thumb * thumb * 4), max_bytes, "shorten the prompt")
+    return _pattern_request(model, ids, layer, heads, 1, (query, query + 1, 0, count), (query, 0))
+
+
+def _pattern_request(model, ids, layer: int, heads: tuple, block: int, cut, origin: tuple) -> AttentionPanel:
+    """One trace reading layer ``layer``'s pattern, pooled in ``block`` s or ``cut`` to a
+    window, with ``heads`` ablated in the layers before it."""
     with model.trace(ids, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
@@ -410,7 +433,7 @@ def run_attention(
             _ablate(model, heads, index)
         out["pattern"] = pattern_payload(model.layers[layer].self_attn.attention_probabilities, block, cut)
     tokens = tokens_of(model, out["input_ids"])
-    return _attention(tokens, layer, model.num_layers, out["pattern"], block, origin or (0, 0))
+    return _attention(tokens, layer, model.num_layers, out["pattern"], block, origin)
 
 
 def run_lens(

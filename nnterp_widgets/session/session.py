@@ -352,6 +352,31 @@ class Session:
             ),
         )
 
+    def attention_row(self, text: str, layer: int, query: int, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
+        """One query's exact weights over every key of ``text``, in every head of ``layer``:
+        one request, cached (the token view of a prompt past ``pattern_side`` tokens).
+
+        Args:
+            text: the prompt.
+            layer: the layer.
+            query: the query's position.
+            key: the asker (as for `prompt`).
+            ablate: ``(layer, head)`` pairs zeroed in this run.
+
+        Returns:
+            A future of a one-row `AttentionPanel` (``query_start`` is ``query``).
+        """
+        heads = _heads(ablate)
+        limit = self.max_result_bytes
+        return self._cached(
+            ("attention_row", text, heads, int(layer), int(query)),
+            f"{key}:attention_row",
+            lambda engine: (
+                self._fits(engine, text, patterns=1)
+                or prompt_requests.run_attention_row(engine, text, layer, query, ablate=heads, max_bytes=limit)
+            ),
+        )
+
     def lens(self, text: str, start: int, stop: int, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
         """The logit lens over some positions of ``text``: one request, cached.
 

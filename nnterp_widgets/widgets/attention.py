@@ -21,7 +21,9 @@ message line says why.
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
+import threading
 from functools import partial
 
 import ipywidgets
@@ -31,9 +33,9 @@ import traitlets
 from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
 from .attention_text import AttentionText, text_view_state
 from .figures import GRID_WIDTH, attention_figure, attention_selection, head_grid_figure
-from .lifecycle import Asking, one_at_a_time
+from .lifecycle import SHOWING, Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
-from ..session import Session
+from ..session import Session, Superseded
 
 __all__ = ["AttentionView", "DECODE_STEP_PATTERN", "PREFILL_PATTERN", "ZOOM_SIDE"]
 
@@ -113,6 +115,13 @@ class AttentionView(Asking, PlotPanel):
         #: beside the heatmap.
         self.text_view = AttentionText(layout=ipywidgets.Layout(width=f"{GRID_WIDTH}px"))
         self._grid_column: ipywidgets.VBox | None = None
+        #: Past the pattern side: the selected query's exact row (`Session.attention_row`),
+        #: ``(result, layer, query, panel)`` once landed; the newest request's future.
+        self._query_row: tuple | None = None
+        self._query_row_asked: tuple = (None, None, None)
+        self._query_row_future = None
+        self._query_row_shown = threading.Event()
+        self._query_row_shown.set()
         super().__init__(
             [
                 row(
@@ -367,11 +376,65 @@ class AttentionView(Asking, PlotPanel):
         self.range_label.value = f"layers {layers[0]}..{layers[-1]} · heads 0..{panel.num_heads - 1}"
         self._render_text()
 
+    @property
+    def row_panel(self) -> AttentionPanel | None:
+        """The selected query's exact row over every key, where the token view needed one
+        (the prompt past the pattern side, or a zoom), or None."""
+        return self._query_row[3] if self._row_is_current() else None
+
+    def wait_token_view(self, timeout: float | None = 300) -> AttentionPanel | None:
+        """Block until the token view shows the selected query's row (past the pattern
+        side; at once otherwise), in a notebook cell too; returns `row_panel`."""
+        future = self._query_row_future
+        if future is not None and not self._query_row_shown.is_set():
+            if not concurrent.futures.wait([future], timeout).done:
+                raise TimeoutError(f"no attention row from the engine within {timeout} s")
+            if self._kernel.here():  # the loop that would show it is blocked by this cell
+                with SHOWING:
+                    self._row_landed(*self._query_row_asked, future)
+            elif not self._query_row_shown.wait(timeout):
+                raise TimeoutError(f"no attention row shown within {timeout} s")
+            if future.exception() is not None:
+                raise future.exception()
+        return self.row_panel
+
+    def _row_is_current(self, asked: tuple | None = None) -> bool:
+        result, layer, query = asked if asked is not None else (self._query_row or (None, None, None))[:3]
+        return result is not None and result is self._result and layer == self.layer and query == self.selected_token
+
     def _render_text(self) -> None:
-        if self.shown is not None:
-            side = getattr(self.session, "pattern_side", PATTERN_SIDE)
-            self.text_view.show(text_view_state(self.shown, self.head, side))
-            self.text_view.selected = self.selected_token
+        shown = self.shown
+        if shown is None:
+            return
+        whole = shown.exact and shown.whole
+        if not whole and self.selected_token >= 0 and not self._row_is_current():
+            self._want_row()
+        self.text_view.show(text_view_state(shown, self.head, None if whole else self.row_panel))
+        self.text_view.selected = self.selected_token
+
+    def _want_row(self) -> None:
+        """Ask for the selected query's exact row (one request, cached by the session),
+        shown by the token view if the selection is still that query when it lands."""
+        if self.session is None or not hasattr(self.session, "attention_row"):
+            return
+        result, layer, query = self._result, self.layer, self.selected_token
+        self._query_row_asked = (result, layer, query)
+        self._query_row_shown.clear()
+        future = self.session.attention_row(result.prompt, layer, query, self.key, ablate=result.ablate)
+        self._query_row_future = future
+        future.add_done_callback(lambda done: self._kernel.call(self._row_landed, result, layer, query, done))
+
+    def _row_landed(self, result, layer: int, query: int, future) -> None:
+        if future is not self._query_row_future or self._query_row_shown.is_set():
+            return  # a newer row was asked for, or this one is shown already
+        self._query_row_shown.set()
+        if future.cancelled() or future.exception() is not None:
+            if future.exception() is not None and not isinstance(future.exception(), Superseded):
+                self.message.value = f"the token view's row: {type(future.exception()).__name__}: {future.exception()}"
+            return
+        if self._row_is_current((result, layer, query)):
+            self._query_row = (result, layer, query, future.result())
+            self._render_text()
 
     # ------------------------------------------------------------------ events
 
@@ -400,7 +463,11 @@ class AttentionView(Asking, PlotPanel):
         if self._holding or self._panel is None:
             return
         self.figure.layout.shapes = attention_selection(self.shown, change["new"])
-        self.text_view.selected = change["new"]
+        shown = self.shown
+        if shown.exact and shown.whole:
+            self.text_view.selected = change["new"]
+        else:
+            self._render_text()  # the new query's row: one request
 
     def _on_main_click(self, trace, points, state=None) -> None:
         """Click on the head's heatmap: on exact cells select that query token (the row);

@@ -12,8 +12,10 @@ request. Each query's row is shaded on the head's own scale with the first token
 apart (`figures.head_scale`, computed here per query and shipped with the weights), so a
 head that parks its weight on the first token still shows where the rest goes; each
 token's weight is its tooltip, and keys after the query (which it cannot see) are dimmed.
-It needs the exact pattern: a prompt of up to the session's pattern side, not a zoom
-window (`POOLED` says so otherwise).
+A prompt of up to the pattern side ships every exact row with its pattern. Past it (the
+pattern pooled) or in a zoom window, the view ships the rows it has: the selected query's
+exact row, one request (`Session.attention_row`), so there a click shows what a token
+attends to.
 """
 
 from __future__ import annotations
@@ -24,15 +26,12 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ..session.panels import PATTERN_SIDE, AttentionPanel
+from ..session.panels import AttentionPanel
 from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM
 from .figures import HIGHLIGHT, head_scale
 from .tokens import show_token
 
-__all__ = ["POOLED", "AttentionText", "TextViewState", "text_view_state"]
-
-#: What the view says where the shown pattern is not every exact cell.
-POOLED = "the token view needs every exact cell of the pattern: prompts of up to {side} tokens, not zoomed"
+__all__ = ["AttentionText", "TextViewState", "text_view_state"]
 
 
 def _rgb(colour: str) -> str:
@@ -43,40 +42,63 @@ def _rgb(colour: str) -> str:
 
 @dataclass(frozen=True)
 class TextViewState:
-    """What the token view shows: ``tokens`` as displayed; ``weights``, the head's exact
-    pattern one byte a cell (``uint8 [n, n]``, row-major, weight x 255); ``scales``, each
-    query's colour-scale top (``float32 [n]``); ``caption``; ``note``, said instead of
-    the tokens where there is no exact pattern (then the rest is empty)."""
+    """What the token view shows: ``tokens`` as displayed; ``rows``, the queries whose
+    weights it holds (every one, or the selected one, or none); ``weights``, those rows of
+    the head's exact pattern one byte a cell (``uint8 [len(rows), n]``, row-major, weight x
+    255); ``scales``, each row's colour-scale top (``float32 [len(rows)]``); ``caption``."""
 
     tokens: tuple[str, ...] = ()
+    rows: tuple[int, ...] = ()
     weights: bytes = b""
     scales: bytes = b""
     caption: str = ""
-    note: str = ""
 
     def row(self, query: int) -> np.ndarray:
         """Query ``query``'s weights, float32 ``[n]`` (as the browser decodes them)."""
         n = len(self.tokens)
-        return np.frombuffer(self.weights, np.uint8).reshape(n, n)[query].astype(np.float32) / 255
+        cells = np.frombuffer(self.weights, np.uint8).reshape(len(self.rows), n)
+        return cells[self.rows.index(query)].astype(np.float32) / 255
 
     def scale(self, query: int) -> float:
         """Query ``query``'s colour-scale top."""
-        return float(np.frombuffer(self.scales, "<f4")[query])
+        return float(np.frombuffer(self.scales, "<f4")[self.rows.index(query)])
 
 
-def text_view_state(panel: AttentionPanel, head: int, side: int = PATTERN_SIDE) -> TextViewState:
-    """The token view of head ``head`` of ``panel`` (a `POOLED` note where the panel is
-    not the whole exact pattern)."""
-    if not (panel.exact and panel.whole):
-        return TextViewState(note=POOLED.format(side=side))
+def is_row(panel: AttentionPanel | None) -> bool:
+    """Whether ``panel`` is one query's exact weights over every key (`Session.attention_row`)."""
+    return (
+        panel is not None
+        and panel.exact
+        and panel.key_start == 0
+        and panel.quantized.shape[1:] == (1, len(panel.tokens))
+    )
+
+
+def text_view_state(panel: AttentionPanel, head: int, row: AttentionPanel | None = None) -> TextViewState:
+    """The token view of head ``head`` of ``panel``: every query's row where ``panel`` is
+    the whole exact pattern; else ``row``'s (one query over every key of the same prompt
+    and layer), or the tokens alone."""
     if not 0 <= head < panel.num_heads:
         raise IndexError(f"head {head} is out of range: layer {panel.layer} has heads 0..{panel.num_heads - 1}")
-    cells = np.ascontiguousarray(panel.quantized[head], dtype=np.uint8)
-    decoded = panel.head(head)
-    scales = np.array([head_scale(decoded[query : query + 1, : query + 1], True) for query in range(len(cells))])
+    count = len(panel.tokens)
+    if panel.exact and panel.whole:
+        source, rows = panel, tuple(range(count))
+    elif is_row(row) and row.layer == panel.layer and row.tokens == panel.tokens:
+        source, rows = row, (row.query_start,)
+    else:
+        source, rows = None, ()
+    cells = b""
+    scales = np.zeros(0, "<f4")
+    if source is not None:
+        cells = np.ascontiguousarray(source.quantized[head], dtype=np.uint8).tobytes()
+        decoded = source.head(head)
+        scales = np.array(
+            [head_scale(decoded[index : index + 1, : query + 1], True) for index, query in enumerate(rows)]
+        )
     return TextViewState(
         tokens=tuple(show_token(text) for text in panel.tokens.texts),
-        weights=cells.tobytes(),
+        rows=rows,
+        weights=cells,
         scales=scales.astype("<f4").tobytes(),
         caption=f"layers[{panel.layer}] head {head}",
     )
@@ -89,23 +111,23 @@ class AttentionText(anywidget.AnyWidget):
     _esm = ATTENTION_TOKENS_ESM
     _css = ATTENTION_TOKENS_CSS
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    rows = traitlets.List(traitlets.Int()).tag(sync=True)
     weights = traitlets.Bytes(b"").tag(sync=True)
     scales = traitlets.Bytes(b"").tag(sync=True)
     shade = traitlets.Unicode(_rgb(HIGHLIGHT)).tag(sync=True)
     caption = traitlets.Unicode("").tag(sync=True)
-    note = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Int(-1).tag(sync=True)
 
     def show(self, state: TextViewState) -> None:
         """Show ``state`` (one message to the browser)."""
         with self.hold_sync():
             self.tokens = list(state.tokens)
+            self.rows = list(state.rows)
             self.weights = state.weights
             self.scales = state.scales
             self.caption = state.caption
-            self.note = state.note
 
     @property
     def state(self) -> TextViewState:
         """What the view shows now."""
-        return TextViewState(tuple(self.tokens), self.weights, self.scales, self.caption, self.note)
+        return TextViewState(tuple(self.tokens), tuple(self.rows), self.weights, self.scales, self.caption)

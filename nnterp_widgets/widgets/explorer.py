@@ -329,6 +329,7 @@ class Explorer(Asking, widgets.VBox):
             self.result,
             self.tree.tree,
             attention=self.attention.shown,
+            attention_row=self.attention.row_panel,
             head=self.attention.head,
             lens=self.lens.panel,
             selected_token=self.selected_token,

@@ -112,6 +112,7 @@ def export_html(
     layer: int | None = None,
     head: int = 0,
     attention: AttentionPanel | None = None,
+    attention_row: AttentionPanel | None = None,
     lens: LensPanel | None = None,
     selected_token: int = -1,
     selected: str = "",
@@ -132,7 +133,8 @@ def export_html(
     branch: BranchResult | None = None,
 ) -> str:
     """The page for ``result``: its tree, head ``head`` of ``attention`` (a layer's panel;
-    the result's own by default, which ``layer`` must then name if given), ``lens`` (the
+    the result's own by default, which ``layer`` must then name if given) with its token
+    view (``attention_row``: the selected query's row where the pattern is pooled), ``lens`` (the
     result's window by default), `generation_section` of ``generation`` at ``step``
     when given, and `patch_section` of a patching sweep ``patch`` (and its ``pair``)
     when given, with ``selected_token`` outlined there too, and `attribution_section` of
@@ -172,7 +174,7 @@ def export_html(
         '<script type="application/json" id="nnw-model" data-target="nnw-tree" data-bytes="preview_data">'
         f"{script_json(model)}</script>",
         "<h2>Attention and logit lens</h2>",
-        f'<div class="figures">{plots[0]}{_token_view(attention, head, chosen)}{"".join(plots[1:])}</div>',
+        f'<div class="figures">{plots[0]}{_token_view(attention, head, chosen, attention_row)}{"".join(plots[1:])}</div>',
         f'<script type="module">{_module_script(MODULE_TREE_ESM, "nnw-model")}</script>',
     ]
     if generation is not None:
@@ -188,19 +190,19 @@ def export_html(
     return _page(title, result.prompt, head, body, path)
 
 
-def _token_view(attention: AttentionPanel | None, head: int, selected: int) -> str:
+def _token_view(attention: AttentionPanel | None, head: int, selected: int, row: AttentionPanel | None) -> str:
     """The attention view's token view of ``head`` (the widget's own front end, hover
     shading in the page), or nothing where there is no pattern."""
     if attention is None:
         return ""
-    state = text_view_state(attention, head)
+    state = text_view_state(attention, head, row)
     saved = {
         "tokens": list(state.tokens),
+        "rows": list(state.rows),
         "weights": base64.b64encode(state.weights).decode("ascii"),
         "scales": base64.b64encode(state.scales).decode("ascii"),
         "shade": AttentionText.shade.default_value,
         "caption": state.caption,
-        "note": state.note,
         "selected": selected,
     }
     return (

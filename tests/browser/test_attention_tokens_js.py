@@ -7,13 +7,12 @@ that a click and the keyboard select, and that token text stays text."""
 from __future__ import annotations
 
 import base64
-import re
 
 import pytest
 
 from browser_support import require_browser
 from nnterp_widgets.widgets.assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM
-from nnterp_widgets.widgets.attention_text import POOLED, AttentionText, text_view_state
+from nnterp_widgets.widgets.attention_text import AttentionText, text_view_state
 from test_export import synthetic_result
 
 require_browser()
@@ -34,6 +33,11 @@ window.model = {
   off: (e, f) => { listeners[e] = (listeners[e] || []).filter((g) => g !== f); },
   send() {},
   pySet: (k, v) => { state[k] = v; (listeners["change:" + k] || []).forEach((f) => f()); },
+};
+window.setRows = (rows, weights, scales) => {  // a state holding only some rows, from Python
+  const view = (b64) => new DataView(Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)).buffer);
+  state.rows = rows; state.weights = view(weights); state.scales = view(scales);
+  (listeners["change:rows"] || []).forEach((f) => f());
 };
 window.cleanup = render({ model: window.model, el: document.getElementById("host") });
 """
@@ -62,11 +66,11 @@ def page(browser, synthetic):
     _, state = synthetic
     initial = {
         "tokens": list(state.tokens),
+        "rows": list(state.rows),
         "weights": base64.b64encode(state.weights).decode(),
         "scales": base64.b64encode(state.scales).decode(),
         "shade": AttentionText.shade.default_value,
         "caption": state.caption,
-        "note": "",
         "selected": -1,
     }
     page = browser.new_page()
@@ -126,14 +130,29 @@ def test_a_click_or_the_keyboard_selects_and_the_selection_stays_shaded(page, sy
     assert [s["query"] for s in page.evaluate(SHADES)].index(True) == 1
 
 
-def test_token_text_is_text_and_a_pooled_pattern_says_why(page, synthetic):
+def test_token_text_is_text(page, synthetic):
     panel, state = synthetic
     texts = page.evaluate(SHADES)
     assert [s["text"] for s in texts] == list(state.tokens)
     assert "<img" in "".join(state.tokens)  # the synthetic prompt holds markup ...
     assert page.locator("#host img").count() == 0  # ... shown as text
-    page.evaluate(f"() => model.pySet('note', {POOLED.format(side=512)!r})")
-    assert page.locator(".nnw-att-token").count() == 0
-    assert re.search("needs every exact cell", page.locator(".nnw-att-text").text_content())
     page.evaluate("() => window.cleanup()")
     assert page.locator(".nnw-att-text").count() == 0
+
+
+def test_with_only_the_selected_querys_row_a_hover_elsewhere_shades_nothing(page, synthetic):
+    # Past the pattern side the view holds the selected query's row alone.
+    _, state = synthetic
+    n = len(state.tokens)
+    weights = base64.b64encode(state.weights[2 * n : 3 * n]).decode()
+    scales = base64.b64encode(state.scales[8:12]).decode()
+    page.evaluate("([w, s]) => { window.setRows([2], w, s); model.pySet('selected', 2); }", [weights, scales])
+    assert [s["alpha"] for s in page.evaluate(SHADES)] == pytest.approx(_expected(state, 2), abs=0.006)
+    assert "click a token" in page.locator(".nnw-att-caption").text_content()
+    tokens = page.locator(".nnw-att-token")
+    tokens.nth(4).hover()  # no row for it: outlined, nothing shaded, and it says a click shows it
+    shades = page.evaluate(SHADES)
+    assert all(s["alpha"] == 0 for s in shades) and [s["query"] for s in shades].index(True) == 4
+    assert tokens.nth(4).get_attribute("title") == "click to see what this token attends to"
+    tokens.nth(4).click()
+    assert page.evaluate("() => [model.get('selected'), saved]") == [4, [4]]  # the kernel then sends its row
