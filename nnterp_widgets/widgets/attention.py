@@ -418,6 +418,9 @@ class AttentionView(Asking, PlotPanel):
         if self.session is None or not hasattr(self.session, "attention_row"):
             return
         result, layer, query = self._result, self.layer, self.selected_token
+        asked = self._query_row_asked
+        if not self._query_row_shown.is_set() and asked[0] is result and asked[1:] == (layer, query):
+            return  # already on its way (a head switch meanwhile redraws, and asks nothing)
         self._query_row_asked = (result, layer, query)
         self._query_row_shown.clear()
         future = self.session.attention_row(result.prompt, layer, query, self.key, ablate=result.ablate)
