@@ -365,7 +365,7 @@ def step_reads(model, step: int, k: int, target_id: int | None, added: tuple | N
     logits = model.logits
     # Broken logits: not finite (the CPU's final norm), or all equal: a stream too large to
     # square in float32 comes out of a GPU's fused norm as zeros, so every token ties.
-    found["finite"] = bool(torch.isfinite(logits).all() & (logits.amax() > logits.amin()))
+    found["logits_usable"] = bool(torch.isfinite(logits).all() & (logits.amax() > logits.amin()))
     found["token"] = model.samples.reshape(-1).cpu()
     return found
 

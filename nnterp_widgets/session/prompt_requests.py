@@ -392,10 +392,7 @@ def run_attention(
     ``window=(query_start, key_start)``: the exact cells of at most ``side`` queries and
     keys from there (a zoom).
     """
-    ids = check_prompt(model, prompt)
-    heads = check_ablate(model, ablate)
-    layer = int(layer)
-    check_layer(model, layer)
+    ids, heads, layer = _pattern_inputs(model, prompt, layer, ablate)
     count = len(ids)
     origin = None if window is None else check_window(count, window)
     check_size(pattern_bytes(model.num_heads, count, side, origin), max_bytes, "shorten the prompt")
@@ -412,15 +409,21 @@ def run_attention_row(
     """Query ``query``'s exact weights over every key, in every head of layer ``layer``:
     one trace, a one-row window (the token view of a prompt past the pattern side, whose
     shipped pattern is pooled)."""
-    ids = check_prompt(model, prompt)
-    heads = check_ablate(model, ablate)
-    layer = int(layer)
-    check_layer(model, layer)
+    ids, heads, layer = _pattern_inputs(model, prompt, layer, ablate)
     count = len(ids)
     query, _ = check_window(count, (query, 0))
     thumb = min(count, THUMBNAIL_SIDE)
     check_size(model.num_heads * (count + thumb * thumb * 4), max_bytes, "shorten the prompt")
     return _pattern_request(model, ids, layer, heads, 1, (query, query + 1, 0, count), (query, 0))
+
+
+def _pattern_inputs(model, prompt: str, layer: Any, ablate: Sequence) -> tuple:
+    """A pattern request's checked inputs: the prompt's ids, the ablated heads, the layer."""
+    ids = check_prompt(model, prompt)
+    heads = check_ablate(model, ablate)
+    layer = int(layer)
+    check_layer(model, layer)
+    return ids, heads, layer
 
 
 def _pattern_request(model, ids, layer: int, heads: tuple, block: int, cut, origin: tuple) -> AttentionPanel:

@@ -156,7 +156,7 @@ def steer(
     if "steered" not in out or "plain" not in out:
         raise SteeringError(DID_NOT_FINISH.format(coefficient=coefficient, layer=layer))
     for index, found in enumerate(out["steered"]):
-        if not found["finite"]:
+        if not found["logits_usable"]:
             norm = float(direction.norm())
             raise SteeringError(NOT_FINITE_LOGITS.format(coefficient=coefficient, layer=layer, step=index, norm=norm))
     return SteerResult(

@@ -21,7 +21,6 @@ message line says why.
 
 from __future__ import annotations
 
-import concurrent.futures
 import re
 import threading
 from functools import partial
@@ -33,7 +32,7 @@ import traitlets
 from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
 from .attention_text import AttentionText, text_view_state
 from .figures import GRID_WIDTH, attention_figure, attention_selection, head_grid_figure
-from .lifecycle import SHOWING, Asking, one_at_a_time
+from .lifecycle import Asking, one_at_a_time, wait_shown
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from ..session import Session, Superseded
 
@@ -386,14 +385,9 @@ class AttentionView(Asking, PlotPanel):
         """Block until the token view shows the selected query's row (past the pattern
         side; at once otherwise), in a notebook cell too; returns `row_panel`."""
         future = self._query_row_future
-        if future is not None and not self._query_row_shown.is_set():
-            if not concurrent.futures.wait([future], timeout).done:
-                raise TimeoutError(f"no attention row from the engine within {timeout} s")
-            if self._kernel.here():  # the loop that would show it is blocked by this cell
-                with SHOWING:
-                    self._row_landed(*self._query_row_asked, future)
-            elif not self._query_row_shown.wait(timeout):
-                raise TimeoutError(f"no attention row shown within {timeout} s")
+        if future is not None:
+            deliver = partial(self._row_landed, *self._query_row_asked, future)
+            wait_shown(self._kernel, future, self._query_row_shown, deliver, timeout, "attention row")
             if future.exception() is not None:
                 raise future.exception()
         return self.row_panel

@@ -64,7 +64,7 @@ class TextViewState:
         return float(np.frombuffer(self.scales, "<f4")[self.rows.index(query)])
 
 
-def is_row(panel: AttentionPanel | None) -> bool:
+def _is_row(panel: AttentionPanel | None) -> bool:
     """Whether ``panel`` is one query's exact weights over every key (`Session.attention_row`)."""
     return (
         panel is not None
@@ -83,7 +83,7 @@ def text_view_state(panel: AttentionPanel, head: int, row: AttentionPanel | None
     count = len(panel.tokens)
     if panel.exact and panel.whole:
         source, rows = panel, tuple(range(count))
-    elif is_row(row) and row.layer == panel.layer and row.tokens == panel.tokens:
+    elif _is_row(row) and row.layer == panel.layer and row.tokens == panel.tokens:
         source, rows = row, (row.query_start,)
     else:
         source, rows = None, ()

@@ -112,6 +112,8 @@ LENS_ROW_PX = 11
 GRID_COLS = 4
 GRID_ROWS = 3
 GRID_FRAME_PX = 20
+#: The head grid's height besides its rows: its title, the margins, the last row's title.
+GRID_TITLES_PX = 58
 #: Under a lens's columns: room for their rotated labels, and for the axis's title.
 LENS_LABELS_PX = 60
 LENS_AXIS_TITLE_PX = 18
@@ -453,7 +455,7 @@ def head_grid_figure(
     fig.update_layout(
         title=dict(text=f"layers[{panel.layer}]: all heads (click one)"),
         width=GRID_WIDTH,
-        height=(GRID_WIDTH - GRID_FRAME_PX) // cols * rows + 58,
+        height=(GRID_WIDTH - GRID_FRAME_PX) // cols * rows + GRID_TITLES_PX,
         margin=dict(l=10, r=10, t=38, b=10),
         uirevision=f"grid:{len(panel.tokens)}",
     )

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from ..session import Superseded, kernel_thread
 
-__all__ = ["SHOWING", "Asking", "KernelThread", "OneAtATime", "all_of", "close_all", "one_at_a_time"]
+__all__ = ["SHOWING", "Asking", "KernelThread", "OneAtATime", "all_of", "close_all", "one_at_a_time", "wait_shown"]
 
 #: Held while a widget changes what it shows: an answer landing, a trait's observers, a
 #: handler of a child widget (a button, a text box), a public call that starts a request.
@@ -95,6 +95,26 @@ STALE = "nnw-stale"
 STALE_NOTE = "of the earlier prompt {prompt!r}: run it again for this one"
 
 
+def wait_shown(
+    kernel: KernelThread,
+    future: concurrent.futures.Future,
+    shown: threading.Event,
+    deliver: Callable[[], None],
+    timeout: float | None,
+    what: str,
+) -> None:
+    """Block until ``future``'s answer is shown (``shown`` is set by ``deliver``, which
+    normally runs on the kernel's loop). In a cell on the kernel's thread that loop is
+    blocked by the waiting cell, so the answer is waited for and delivered here."""
+    if not shown.is_set() and kernel.here():
+        if not concurrent.futures.wait([future], timeout).done:
+            raise TimeoutError(f"no {what} from the engine within {timeout} s")
+        with SHOWING:
+            deliver()
+    if not shown.wait(timeout):
+        raise TimeoutError(f"no {what} from the engine within {timeout} s")
+
+
 class Asking(OneAtATime):
     """A view that asks the session and shows the newest answer (a mixin; call
     ``_init_asking()`` in ``__init__``). Each request gets a number (``_asked``); an
@@ -142,17 +162,12 @@ class Asking(OneAtATime):
             show(answer)
 
     def _wait_shown(self, timeout: float | None, what: str) -> None:
-        """Block until the newest request is shown; re-raise its error. In a cell on the
-        kernel's thread the loop that would show the answer is blocked by the waiting
-        cell, so the answer is waited for and shown here."""
+        """Block until the newest request is shown (`wait_shown`); re-raise its error."""
         pending = self._future
-        if pending is not None and not self._idle.is_set() and self._kernel.here():
+        if pending is not None:
             asked, future, show = pending
-            if not concurrent.futures.wait([future], timeout).done:
-                raise TimeoutError(f"no {what} from the engine within {timeout} s")
-            with SHOWING:
-                self._deliver(asked, future, show)
-        if not self._idle.wait(timeout):
+            wait_shown(self._kernel, future, self._idle, lambda: self._deliver(asked, future, show), timeout, what)
+        elif not self._idle.wait(timeout):
             raise TimeoutError(f"no {what} from the engine within {timeout} s")
         if self._error is not None:
             raise self._error
