@@ -148,10 +148,20 @@ def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
     p = fresh.page
     explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
     p.set_viewport_size({"width": 1600, "height": 1000})
-    count = _kernel_json(p, f"explorer.prompt_box.__setattr__('value', {LONG!r}) or len(session.tokens({LONG!r}))")
+    count, dimmed = _kernel_json(
+        p,
+        f"explorer.prompt_box.__setattr__('value', {LONG!r}) or [len(session.tokens({LONG!r})),"
+        " sum('nnw-stale' in w._dom_classes for w in explorer._dimmed())]",
+    )
     assert 250 <= count <= 400
-    layout = explorer.evaluate(LAYOUT_JS)
-    assert layout["stale"] >= 2  # the attention view and the lens dim at once, before the answer
+    assert dimmed >= 2  # the attention view and the lens dim at once, in the cell that asked
+    # ... and the page shows it before the answer (the class's message may trail the cell's reply)
+    p.wait_for_function(
+        "(root) => root.querySelectorAll('.nnw-stale').length >= 2",
+        arg=explorer.element_handle(),
+        timeout=10_000,
+        polling="raf",
+    )
     assert _kernel_json(p, "len(explorer.wait(300).tokens)") == count
     try:
         p.wait_for_function(
