@@ -17,7 +17,7 @@ WORDS = "The Eiffel Tower is in Paris and the Colosseum is in Rome".split()
 def main(lengths=(16, 64, 256, 1024)) -> str:
     from nnterp_widgets.checkpoints import checkpoint
     from nnterp_widgets.session import Session
-    from nnterp_widgets.widgets.figures import attention_figure, head_grid_figure
+    from nnterp_widgets.figures.attention import attention_figure, head_grid_figure
 
     session = Session.open(checkpoint("qwen2"), progress=False, max_model_len=1100, **ENGINE_KWARGS).wait()
     tokenizer = session.tokenizer()

@@ -44,7 +44,7 @@ def batched_forward(prompts: list[list[int]], answer: int, chunk: int):
 
 
 def unsteered(prompt: str, max_tokens: int):
-    from nnterp_widgets.session.generation import step_reads
+    from nnterp_widgets.requests.generation import step_reads
 
     def run(model):
         with model.trace(temperature=0.0, max_tokens=max_tokens) as tracer:
@@ -67,7 +67,7 @@ def unsteered(prompt: str, max_tokens: int):
 def main() -> str:
     from nnterp_widgets.checkpoints import trained
     from nnterp_widgets.session import Session
-    from nnterp_widgets.session.occlusion import OCCLUDE_INVOKES, neutral_token, variants
+    from nnterp_widgets.requests.occlusion import OCCLUDE_INVOKES, neutral_token, variants
 
     session = Session.open(trained(), progress=False, max_model_len=512, **ENGINE_KWARGS).wait()
     tokenizer = session.tokenizer()
@@ -75,17 +75,19 @@ def main() -> str:
     text = tokenizer.decode(ids)
     ids = tokenizer(text)["input_ids"]
     answer = tokenizer(" Paris", add_special_tokens=False)["input_ids"][0]
-    neutral = session.request("neutral", neutral_token).result()[0]
+    neutral = session.request(neutral_token, key="neutral").result()[0]
     prompts = [ids] + variants(ids, "replace", neutral)
     occlude = median_seconds(lambda: session.occlude(text, answer).result(), repeat=3, warmup=1)
     floor = median_seconds(
-        lambda: session.request("floor", batched_forward(prompts, answer, OCCLUDE_INVOKES)).result(), repeat=3, warmup=1
+        lambda: session.request(batched_forward(prompts, answer, OCCLUDE_INVOKES), key="floor").result(),
+        repeat=3,
+        warmup=1,
     )
     short = "The Eiffel Tower is in the city of"
     vector = np.asarray(session.steering_vector("Rome is in Italy.", "Paris is in France.", 15).result())
     steer = median_seconds(lambda: session.steer(short, vector, 15, 4.0, STEER_TOKENS).result(), repeat=5, warmup=1)
     plain = median_seconds(
-        lambda: session.request("plain", unsteered(short, STEER_TOKENS)).result(), repeat=5, warmup=1
+        lambda: session.request(unsteered(short, STEER_TOKENS), key="plain").result(), repeat=5, warmup=1
     )
     session.close()
     return report(

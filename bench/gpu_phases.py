@@ -40,7 +40,7 @@ def main() -> None:
     import torch
 
     from nnterp_widgets.session import Session
-    from nnterp_widgets.session.prompt_requests import pattern_block, pattern_payload
+    from nnterp_widgets.requests.attention import pattern_block, pattern_payload
 
     session = Session.open(bench_checkpoint(args.checkpoint), progress=False, max_model_len=args.tokens + 64).wait()
     text = prompt_of(session.tokenizer(), args.tokens)
@@ -66,7 +66,7 @@ def main() -> None:
 
     rows = []
     for name, fn in (("raw forward", raw), ("forward + one layer's pattern", pattern), ("forward + lens", lens)):
-        rows.append((name, median_ms(lambda fn=fn: session.request("phase", fn).result(), args.repeat)))
+        rows.append((name, median_ms(lambda fn=fn: session.request(fn, key="phase").result(), args.repeat)))
     rows.append(("prompt request", median_ms(lambda: session.prompt(text).result(), args.repeat)))
     print(f"| phase ({args.checkpoint}, {args.tokens} tokens, {session.device}, {session.dtype}) | median ms |")
     print("|---|---|")

@@ -60,7 +60,7 @@ def pattern_arithmetic(tokens: int, heads: int, kv_heads: int, head_dim: int, si
     import torch
 
     from nnterp_widgets.components.vllm.attention import recompute_scores
-    from nnterp_widgets.session.prompt_requests import THUMBNAIL_SIDE, pattern_block, pattern_payload
+    from nnterp_widgets.requests.attention import THUMBNAIL_SIDE, pattern_block, pattern_payload
 
     torch.manual_seed(0)
     query = torch.randn(tokens, heads, head_dim, device=device(), dtype=torch.bfloat16)
@@ -188,8 +188,8 @@ def main() -> None:
         out.write_text("\n".join(lines) + "\n")
 
     from nnterp_widgets.session import Session
-    from nnterp_widgets.session.interventions import PATCH_INVOKES, _read_clean, _sweep
-    from nnterp_widgets.session.prompt_requests import PATTERN_SIDE
+    from nnterp_widgets.requests.patching import PATCH_INVOKES, _read_clean, _sweep
+    from nnterp_widgets.requests.attention import PATTERN_SIDE
 
     path = bench_checkpoint(args.checkpoint)
     from transformers import AutoConfig
@@ -228,16 +228,16 @@ def main() -> None:
             samples.append((time.perf_counter() - start) * 1e3)
         return statistics.median(samples)
 
-    raw_ms = median(lambda: session.request("raw", raw).result())
+    raw_ms = median(lambda: session.request(raw, key="raw").result())
     prompt_ms = median(lambda: session.prompt(text, key=f"p{time.perf_counter()}").result())
     lines += [f"raw forward {raw_ms:.0f} ms, prompt request {prompt_ms:.0f} ms (medians of {args.repeat})", ""]
     flush()
-    from nnterp_widgets.session.prompt_requests import run_prompt
+    from nnterp_widgets.requests.prompt import run_prompt
 
     lines += session.request(
-        "profile", lambda engine: profiled(lambda: run_prompt(engine, text), "prompt request")
+        lambda engine: profiled(lambda: run_prompt(engine, text), "prompt request"), key="profile"
     ).result()
-    lines += session.request("profile-raw", lambda engine: profiled(lambda: raw(engine), "raw forward")).result()
+    lines += session.request(lambda engine: profiled(lambda: raw(engine), "raw forward"), key="profile-raw").result()
     flush()
 
     if args.sweep:
@@ -256,7 +256,7 @@ def main() -> None:
             return profiled(lambda: _sweep(engine, corrupted, "layer_output", pair, cells, slices), label)
 
         lines += ["## 3. The patching sweep", ""]
-        lines += session.request("profile-sweep", one_request).result()
+        lines += session.request(one_request, key="profile-sweep").result()
         flush()
         start = time.perf_counter()
         try:

@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             row = {"tokens": tokens}
             try:
                 raw, raw_samples = median_ms(
-                    lambda: session.request("raw", _raw_forward(text)).result(REQUEST_TIMEOUT_S), args.repeat
+                    lambda: session.request(_raw_forward(text), key="raw").result(REQUEST_TIMEOUT_S), args.repeat
                 )
                 results = []
                 probe, probe_samples = median_ms(
@@ -215,12 +215,12 @@ def main(argv: list[str] | None = None) -> int:
             layers, columns = sweep.patched.shape
             meta["patch"] = {"cells": f"{layers} x {columns}", "requests": sweep.requests, "seconds": round(took, 2)}
             print(f"[bench] patch {layers} x {columns}: {took:.2f} s in {sweep.requests} requests", flush=True)
-            from nnterp_widgets.session.interventions import patch
+            from nnterp_widgets.requests.patching import patch
 
             for chunk in [int(c) for c in args.chunks.split(",") if c]:
                 start = time.perf_counter()
                 sweep = session.request(
-                    "patch", lambda engine: patch(engine, clean, corrupted, int(answer), int(foil), chunk=chunk)
+                    lambda engine: patch(engine, clean, corrupted, int(answer), int(foil), chunk=chunk), key="patch"
                 ).result(600)
                 took = time.perf_counter() - start
                 meta[f"patch_chunk_{chunk}"] = {"requests": sweep.requests, "seconds": round(took, 2)}

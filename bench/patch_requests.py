@@ -21,13 +21,13 @@ REPEAT = 3
 
 
 def _sweep(session, site: str, chunk: int):
-    from nnterp_widgets.session.interventions import patch
+    from nnterp_widgets.requests.patching import patch
 
     best, result = float("inf"), None
     for _ in range(REPEAT):
         start = time.perf_counter()
         result = session.request(
-            "bench-patch", lambda engine: patch(engine, CLEAN, CORRUPTED, ANSWER, FOIL, site=site, chunk=chunk)
+            lambda engine: patch(engine, CLEAN, CORRUPTED, ANSWER, FOIL, site=site, chunk=chunk), key="bench-patch"
         ).result()
         best = min(best, time.perf_counter() - start)
     return result, best
@@ -38,7 +38,7 @@ def main() -> str:
 
     from nnterp_widgets.checkpoints import checkpoint
     from nnterp_widgets.session import Session
-    from nnterp_widgets.session.interventions import PATCH_INVOKES
+    from nnterp_widgets.requests.patching import PATCH_INVOKES
 
     session = Session.open(checkpoint("qwen2"), progress=False, **ENGINE_KWARGS).wait()
     rows = []

@@ -64,8 +64,8 @@ def main(lengths=LENGTHS) -> str:
     for count in lengths:
         text = prompt_of(tokenizer, count)
         repeat = REPEAT.get(count, 2)
-        session.request("warm", raw_forward(text)).result()  # first request of a length warms up
-        raw = timed(lambda: session.request("raw", raw_forward(text)).result(), repeat)
+        session.request(raw_forward(text), key="warm").result()  # first request of a length warms up
+        raw = timed(lambda: session.request(raw_forward(text), key="raw").result(), repeat)
         results = []
         painted = timed(lambda: results.append(session.prompt(text, key=f"bench-{count}").result()), repeat)
         result = results[-1]

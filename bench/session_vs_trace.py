@@ -48,8 +48,8 @@ def main() -> str:
     from nnterp_widgets.session import Session
 
     session = Session.open(checkpoint("qwen2"), progress=False, **ENGINE_KWARGS).wait()
-    raw = median_seconds(lambda: session.request("raw", raw_trace).result())
-    forward = median_seconds(lambda: session.request("forward", raw_forward).result())
+    raw = median_seconds(lambda: session.request(raw_trace, key="raw").result())
+    forward = median_seconds(lambda: session.request(raw_forward, key="forward").result())
     probed = median_seconds(lambda: session.prompt(PROMPT).result())
     session.close()
     return report(

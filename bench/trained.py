@@ -67,7 +67,7 @@ def batched_forward(prompt: str, count: int, pair: list[int], chunk: int):
 def main() -> str:
     from nnterp_widgets.checkpoints import trained
     from nnterp_widgets.session import Session
-    from nnterp_widgets.session.interventions import PATCH_INVOKES
+    from nnterp_widgets.requests.patching import PATCH_INVOKES
 
     session = Session.open(trained(), progress=False, max_model_len=1024, **ENGINE_KWARGS).wait()
     tokenizer = session.tokenizer()
@@ -79,8 +79,10 @@ def main() -> str:
     for tokens in LENGTHS:
         text = prompt_of(tokenizer, tokens)
         repeat = 5 if tokens <= 128 else 3
-        forward = timed(lambda: session.request("forward", raw_forward(text)).result(), repeat)
-        lens = timed(lambda: session.request("lens", forward_and_lens(text, min(LENS_WINDOW, tokens))).result(), repeat)
+        forward = timed(lambda: session.request(raw_forward(text), key="forward").result(), repeat)
+        lens = timed(
+            lambda: session.request(forward_and_lens(text, min(LENS_WINDOW, tokens)), key="lens").result(), repeat
+        )
         prompt = timed(lambda: session.prompt(text).result(), repeat)
         attribution = timed(lambda: session.attribute(text, " Paris", " Rome").result(), repeat)
         graph = timed(lambda: session.contributions(text).result(), repeat)
@@ -106,7 +108,7 @@ def main() -> str:
     sweep_s = timed(lambda: session.patch(CLEAN, CORRUPTED, " Paris", " Rome").result(), 1)
     sweep = session.patch(CLEAN, CORRUPTED, " Paris", " Rome").result()
     floor_s = timed(
-        lambda: session.request("batched", batched_forward(CORRUPTED, count, pair, PATCH_INVOKES)).result(), 1
+        lambda: session.request(batched_forward(CORRUPTED, count, pair, PATCH_INVOKES), key="batched").result(), 1
     )
     layers, columns = sweep.patched.shape
     rows += [

@@ -13,7 +13,9 @@ import torch
 
 import devices
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import GenerationError, InterventionError, SteeringError
+from nnterp_widgets.requests.generation import GenerationError
+from nnterp_widgets.requests.sites import InterventionError
+from nnterp_widgets.requests.steering import SteeringError
 from reference import _get, hf_model, names_of
 
 PROMPT = "The Eiffel Tower is in"
@@ -154,7 +156,7 @@ def test_a_branch_on_the_written_token_or_out_of_range_is_refused(session):
 
 @pytest.mark.parametrize("mode", ["replace", "drop"])
 def test_occlusion_is_transformers_on_each_occluded_prompt(session, mode):
-    from nnterp_widgets.session.occlusion import occlusion_requests, variants
+    from nnterp_widgets.requests.occlusion import occlusion_requests, variants
 
     result = session.occlude(PROMPT, " Paris", mode=mode).result(120)
     ids = list(result.tokens.ids)

@@ -16,7 +16,10 @@ import re
 import numpy as np
 import pytest
 
-from nnterp_widgets.session.panels import AttentionPanel, LensPanel, PromptResult, Tokens
+from nnterp_widgets.requests.attention import AttentionPattern
+from nnterp_widgets.requests.lens import LensGrid
+from nnterp_widgets.requests.prompt import PromptResult
+from nnterp_widgets.requests.common import Tokens
 from nnterp_widgets.widgets.assets import (
     ATTENTION_TOKENS_CSS,
     ATTENTION_TOKENS_ESM,
@@ -26,7 +29,7 @@ from nnterp_widgets.widgets.assets import (
 )
 from nnterp_widgets.widgets.attention_text import text_view_state
 from nnterp_widgets.widgets.export import STATIC_MODEL_JS, export_html, script_json
-from nnterp_widgets.widgets.figures import escape_token
+from nnterp_widgets.figures.common import escape_token
 
 XSS = "<img src=x onerror=alert(1)>"
 TEXTS = ("Paris", " " + XSS, " is", "\n", " ")
@@ -43,7 +46,7 @@ def synthetic_result(texts: tuple[str, ...] = TEXTS) -> PromptResult:
         tuple(tuple(f"t{l}{p}{i}" if (l, p, i) != (1, 1, 0) else XSS for i in range(K)) for p in range(n))
         for l in range(LAYERS)
     )
-    lens = LensPanel(
+    lens = LensGrid(
         tokens=tokens,
         top_ids=np.zeros((LAYERS, n, K), np.int64),
         top_probs=probs,
@@ -54,7 +57,7 @@ def synthetic_result(texts: tuple[str, ...] = TEXTS) -> PromptResult:
     panels = {}
     for layer in range(LAYERS):
         raw = np.tril(rng.random((HEADS, n, n), dtype=np.float32)) + np.eye(n, dtype=np.float32)
-        panels[layer] = AttentionPanel.from_probabilities(tokens, layer, LAYERS, raw / raw.sum(-1, keepdims=True))
+        panels[layer] = AttentionPattern.from_probabilities(tokens, layer, LAYERS, raw / raw.sum(-1, keepdims=True))
     # The view shows layer 1 (a layer switch's panel, as the explorer hands it over).
     return PromptResult(
         prompt="".join(texts), tokens=tokens, lens=lens, attention=panels[1], pattern_layers=tuple(panels)

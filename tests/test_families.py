@@ -255,7 +255,7 @@ def test_attribution_matches_transformers_and_adds_up(engine, values):
     """Direct logit attribution: per head where the family splits its heads (else the
     reason), per MLP and the embedding, held to transformers' textbook computation, and
     the parts add up to the metric (to 1e-4 of its size: float32 sums of ~70 parts)."""
-    from nnterp_widgets.session.attribution import NO_OUT_PROJECTION, POST_NORM, attribute
+    from nnterp_widgets.requests.attribution import NO_OUT_PROJECTION, POST_NORM, attribute
     from reference import reference_attribution
 
     logits = values["logits"][0, -1]
@@ -284,9 +284,9 @@ def test_contributions_match_transformers(engine):
     """The contribution graph's shares (every block, every position), held to the
     formulas in transformers (float64 from the same checkpoint); where the family cannot
     split its heads, the request is refused with the attribution's reason."""
-    from nnterp_widgets.session.attribution import heads_reason
-    from nnterp_widgets.session.contributions import FLOOR, contributions
-    from nnterp_widgets.session.interventions import InterventionError
+    from nnterp_widgets.requests.attribution import heads_reason
+    from nnterp_widgets.requests.contributions import FLOOR, contributions
+    from nnterp_widgets.requests.sites import InterventionError
     from reference import reference_contributions
 
     reason = heads_reason(engine)

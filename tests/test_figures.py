@@ -33,24 +33,24 @@ from plotly.serializers import _py_to_js
 
 from concurrent.futures import Future
 
-from nnterp_widgets.session.panels import QUANT, AttentionPanel, LensPanel, PromptResult, Tokens
+from nnterp_widgets.requests.attention import QUANT, AttentionPattern
+from nnterp_widgets.requests.lens import LensGrid
+from nnterp_widgets.requests.prompt import PromptResult
+from nnterp_widgets.requests.common import Tokens
 from nnterp_widgets.widgets.attention import AttentionView
-from nnterp_widgets.widgets.figures import (
+from nnterp_widgets.figures.attention import (
     ATTENTION_TICK_LABELS,
-    CELL_TEXT_CHARS,
     head_scale,
     HOVER_TEXT_MAX_TOKENS,
-    MAX_TICK_LABELS,
     attention_figure,
-    escape_token,
     head_grid_figure,
-    lens_figure,
-    lens_hover,
-    mean_pool,
 )
-from nnterp_widgets.widgets.figure_transport import for_widget, heatmap_matrix
+from nnterp_widgets.figures.common import CELL_TEXT_CHARS, MAX_TICK_LABELS, escape_token
+from nnterp_widgets.figures.lens import lens_figure, lens_hover
+from nnterp_widgets.requests.attention import mean_pool
+from nnterp_widgets.figures.transport import for_widget, heatmap_matrix
 from nnterp_widgets.widgets.lens import LogitLens
-from nnterp_widgets.widgets.tokens import show_token
+from nnterp_widgets.figures.tokens import show_token
 
 from conftest import TOKEN_CASES
 
@@ -72,7 +72,7 @@ class Source:
 
 
 SOURCE = Source()
-#: id(result) -> {layer: AttentionPanel}, for the results make_result built.
+#: id(result) -> {layer: AttentionPattern}, for the results make_result built.
 _PANELS: dict = {}
 
 
@@ -88,7 +88,7 @@ def make_result(texts=TEXTS, *, layers=3, heads=4, k=3, seed=0, lens_texts=None)
     for layer in range(layers):
         a = rng.random((heads, n, n)).astype(np.float32) * np.tril(np.ones((n, n), np.float32))
         pattern = (np.rint(a / a.sum(-1, keepdims=True) * QUANT) / QUANT).astype(np.float32)
-        panels[layer] = AttentionPanel.from_probabilities(tokens, layer, layers, pattern)
+        panels[layer] = AttentionPattern.from_probabilities(tokens, layer, layers, pattern)
         SOURCE.panels[(prompt, layer)] = panels[layer]
     probs = (np.sort(rng.random((layers, n, k)), -1)[..., ::-1] / k).astype(np.float32)
     ids = rng.integers(0, 50, (layers, n, k))
@@ -96,13 +96,13 @@ def make_result(texts=TEXTS, *, layers=3, heads=4, k=3, seed=0, lens_texts=None)
     top_texts = tuple(
         tuple(tuple(vocab[ids[l, p, j] % len(vocab)] for j in range(k)) for p in range(n)) for l in range(layers)
     )
-    lens = LensPanel(tokens, ids, probs, top_texts, ids[-1, -1], probs[-1, -1])
+    lens = LensGrid(tokens, ids, probs, top_texts, ids[-1, -1], probs[-1, -1])
     result = PromptResult(prompt, tokens, lens, panels[0], tuple(range(layers)))
     _PANELS[id(result)] = panels
     return result
 
 
-def panel_of(result: PromptResult, layer: int) -> AttentionPanel:
+def panel_of(result: PromptResult, layer: int) -> AttentionPattern:
     return _PANELS[id(result)][layer]
 
 
@@ -171,7 +171,7 @@ def test_escape_token_cut():
 
 
 def test_the_colour_scale_sets_the_first_token_apart():
-    from nnterp_widgets.widgets.figures import SCALE_FLOOR
+    from nnterp_widgets.figures.attention import SCALE_FLOOR
 
     sink = np.array([[1.0, 0.0, 0.0], [0.9, 0.1, 0.0], [0.8, 0.15, 0.05]], dtype=np.float32)
     assert head_scale(sink, True) == pytest.approx(0.15)  # the largest off the first column
@@ -287,14 +287,14 @@ def test_middle_prompt_keeps_customdata_with_sparse_ticks():
     assert list(fig.data[0].customdata[n - 1][3]) == [f"w{n - 1}", "w3"]
 
 
-def _pooled(panel: AttentionPanel, block: int) -> AttentionPanel:
+def _pooled(panel: AttentionPattern, block: int) -> AttentionPattern:
     """``panel`` as a long prompt ships it: each ``block``-token square's maximum."""
     heads, n, _ = panel.quantized.shape
     cells = -(-n // block)
     padded = np.zeros((heads, cells * block, cells * block), np.uint8)
     padded[:, :n, :n] = panel.quantized
     pooled = padded.reshape(heads, cells, block, cells, block).max(axis=(2, 4))
-    return AttentionPanel(panel.tokens, panel.layer, panel.num_layers, pooled, panel.thumbnails, block)
+    return AttentionPattern(panel.tokens, panel.layer, panel.num_layers, pooled, panel.thumbnails, block)
 
 
 def test_pooled_heatmap_says_what_each_cell_is_the_maximum_over():
@@ -323,7 +323,7 @@ def test_pooled_heatmap_says_what_each_cell_is_the_maximum_over():
 
 def test_zoom_window_heatmap_is_at_its_token_positions():
     full = panel_of(make_result(), 1)
-    window = AttentionPanel(
+    window = AttentionPattern(
         full.tokens, 1, full.num_layers, full.quantized[:, 4:8, 2:6].copy(), full.thumbnails, 1, 4, 2
     )
     fig = attention_figure(window, 1, selected_token=3)
@@ -341,9 +341,9 @@ def test_zoom_window_heatmap_is_at_its_token_positions():
 def test_panel_facts_are_checked():
     full = panel_of(make_result(), 0)
     with pytest.raises(ValueError, match="blocks of 3 must be"):
-        AttentionPanel(full.tokens, 0, 3, full.quantized[:, :2, :2].copy(), full.thumbnails, 3)
+        AttentionPattern(full.tokens, 0, 3, full.quantized[:, :2, :2].copy(), full.thumbnails, 3)
     with pytest.raises(ValueError, match="does not fit 8 tokens"):
-        AttentionPanel(full.tokens, 0, 3, full.quantized[:, :4, :4].copy(), full.thumbnails, 1, 6, 0)
+        AttentionPattern(full.tokens, 0, 3, full.quantized[:, :4, :4].copy(), full.thumbnails, 1, 6, 0)
 
 
 # ------------------------------------------------------------------------ head grid
@@ -966,8 +966,8 @@ def test_panels_follow_the_page_theme():
 
 
 def _attribution(heads_reason=None):
-    from nnterp_widgets.session.attribution import Attribution
-    from nnterp_widgets.session.panels import Tokens
+    from nnterp_widgets.requests.attribution import Attribution
+    from nnterp_widgets.requests.common import Tokens
 
     heads = np.arange(6, dtype=np.float64).reshape(2, 3) - 2.5
     if heads_reason:
@@ -992,7 +992,7 @@ def _attribution(heads_reason=None):
 
 
 def test_attribution_figure_maps_heads_and_blocks_on_one_scale():
-    from nnterp_widgets.widgets.attribution_figures import attribution_figure
+    from nnterp_widgets.figures.attribution import attribution_figure
 
     attribution = _attribution()
     fig = attribution_figure(attribution, selected=(1, 2))
@@ -1008,7 +1008,7 @@ def test_attribution_figure_maps_heads_and_blocks_on_one_scale():
 
 
 def test_attribution_figure_says_why_heads_are_not_split():
-    from nnterp_widgets.widgets.attribution_figures import attribution_figure
+    from nnterp_widgets.figures.attribution import attribution_figure
 
     fig = attribution_figure(_attribution("post-norm heads"))
     assert any("post-norm heads" in a.text for a in fig.layout.annotations)
@@ -1018,8 +1018,8 @@ def test_attribution_figure_says_why_heads_are_not_split():
 def test_continuations_are_text_aligned_and_marked_where_they_differ():
     from types import SimpleNamespace
 
-    from nnterp_widgets.session.panels import Tokens
-    from nnterp_widgets.widgets.causal_figures import DIFFERS, continuations_html
+    from nnterp_widgets.requests.common import Tokens
+    from nnterp_widgets.figures.causal import DIFFERS, continuations_html
 
     def gen(texts):
         return SimpleNamespace(generated=Tokens(tuple(range(len(texts))), tuple(texts)))
@@ -1032,9 +1032,9 @@ def test_continuations_are_text_aligned_and_marked_where_they_differ():
 
 
 def test_occlusion_figure_is_the_delta_row_with_escaped_labels():
-    from nnterp_widgets.session.occlusion import Occlusion
-    from nnterp_widgets.session.panels import Tokens
-    from nnterp_widgets.widgets.causal_figures import occlusion_figure
+    from nnterp_widgets.requests.occlusion import Occlusion
+    from nnterp_widgets.requests.common import Tokens
+    from nnterp_widgets.figures.causal import occlusion_figure
 
     occlusion = Occlusion(
         text="a <b> c",
@@ -1061,8 +1061,8 @@ def test_occlusion_figure_is_the_delta_row_with_escaped_labels():
 
 
 def _contributions(through=None):
-    from nnterp_widgets.session.contributions import Contributions
-    from nnterp_widgets.session.panels import Tokens
+    from nnterp_widgets.requests.contributions import Contributions
+    from nnterp_widgets.requests.common import Tokens
 
     # Two layers, three tokens; attention shares from FLOOR up, as the engine returns them.
     edges = np.array([[1, 2, 0], [1, 2, 1], [0, 0, 0], [0, 1, 0]], dtype=np.int32)
@@ -1112,7 +1112,7 @@ def test_the_graph_keeps_the_routes_to_the_target_above_the_threshold():
 
 
 def test_the_contribution_figure_draws_the_kept_edges_with_escaped_labels():
-    from nnterp_widgets.widgets.contribution_figures import contribution_figure, route_picture
+    from nnterp_widgets.figures.contributions import contribution_figure, route_picture
 
     picture = route_picture(_contributions(), 0.04)
     assert len(picture.edges) == 5
@@ -1129,7 +1129,7 @@ def test_the_contribution_figure_draws_the_kept_edges_with_escaped_labels():
 
 
 def test_a_wide_lens_takes_the_output_areas_width_and_shorter_labels():
-    from nnterp_widgets.widgets.figures import LENS_FIXED_MAX, cell_chars, lens_width
+    from nnterp_widgets.figures.lens import LENS_FIXED_MAX, cell_chars, lens_width
 
     assert lens_width(8) < LENS_FIXED_MAX  # room for each label
     assert lens_width(32) == LENS_FIXED_MAX  # within a notebook's output area: no sideways scroll
@@ -1139,18 +1139,18 @@ def test_a_wide_lens_takes_the_output_areas_width_and_shorter_labels():
     assert fig.layout.width == lens_width(len(result.lens.positions))
 
 
-def _row(panel: AttentionPanel, query: int) -> AttentionPanel:
+def _row(panel: AttentionPattern, query: int) -> AttentionPattern:
     """Query ``query``'s exact row over every key, as `Session.attention_row` ships it."""
     cells = np.ascontiguousarray(panel.quantized[:, query : query + 1, :])
-    return AttentionPanel(
+    return AttentionPattern(
         panel.tokens, panel.layer, panel.num_layers, cells, cells.astype(np.float32) / QUANT, 1, query, 0
     )
 
 
 def test_the_token_view_ships_each_querys_row_and_its_scale_with_the_sink_set_apart():
     from nnterp_widgets.widgets.attention_text import text_view_state
-    from nnterp_widgets.widgets.figures import SCALE_FLOOR
-    from nnterp_widgets.widgets.tokens import show_token
+    from nnterp_widgets.figures.attention import SCALE_FLOOR
+    from nnterp_widgets.figures.tokens import show_token
 
     result = make_result()
     panel = panel_of(result, 1)
@@ -1196,7 +1196,7 @@ def test_the_layer_and_head_boxes_take_whole_numbers_and_say_why_not():
 def test_every_widget_figure_and_the_export_take_the_short_tool_bar():
     from nnterp_widgets import AttentionView, LogitLens
     from nnterp_widgets.widgets.export import export_html
-    from nnterp_widgets.widgets.figures import PLOTLY_CONFIG
+    from nnterp_widgets.figures.common import PLOTLY_CONFIG
     from test_export import _figures, synthetic_result, synthetic_tree
 
     attention, lens = AttentionView(), LogitLens()
@@ -1215,7 +1215,7 @@ def test_every_widget_figure_and_the_export_take_the_short_tool_bar():
 
 
 def test_the_head_grid_keeps_to_three_rows_however_many_heads():
-    from nnterp_widgets.widgets.figures import GRID_ROWS, GRID_WIDTH, SHOWN_MARK, grid_shape
+    from nnterp_widgets.figures.attention import GRID_ROWS, GRID_WIDTH, SHOWN_MARK, grid_shape
 
     assert [grid_shape(h) for h in (1, 2, 4, 9, 12, 14, 32, 64)] == [
         (1, 1),

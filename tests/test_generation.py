@@ -1,4 +1,4 @@
-"""Generation and the lens modes on a real engine (session/generation.py), held to
+"""Generation and the lens modes on a real engine (requests/generation.py), held to
 transformers (float32, eager) on the tiny checkpoints: the greedy ids, each step's lens,
 a followed token's probability and rank, the entropy; the decode step's reason; one
 engine request per generation; bad input refused before any request."""
@@ -11,8 +11,9 @@ import torch
 
 from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import GenerationError, GenerationResult, InterventionError, LensModes
-from nnterp_widgets.session import generation as gen
+from nnterp_widgets.requests.generation import GenerationError, GenerationResult, LensModes
+from nnterp_widgets.requests.sites import InterventionError
+from nnterp_widgets.requests import generation as gen
 from reference import hf_model, reference_values
 from seed_text import SEED_DECODE
 

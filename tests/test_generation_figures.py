@@ -16,19 +16,12 @@ import numpy as np
 import pytest
 
 from nnterp_widgets.components.vllm.attention import DECODE
-from nnterp_widgets.session.generation import (
-    MODES,
-    STEP_RANGE,
-    GenerationResult,
-    GenerationStep,
-    LensModes,
-    Target,
-)
-from nnterp_widgets.session.panels import Tokens
+from nnterp_widgets.requests.generation import MODES, STEP_RANGE, GenerationResult, GenerationStep, LensModes, Target
+from nnterp_widgets.requests.common import Tokens
 from nnterp_widgets.widgets.export import export_generation_html, export_html, generation_section
-from nnterp_widgets.widgets.figure_transport import for_widget, heatmap_matrix
-from nnterp_widgets.widgets.tokens import show_token
-from nnterp_widgets.widgets.generation_figures import MODE_STYLES, generation_lens_figure, lens_mode_figure
+from nnterp_widgets.figures.transport import for_widget, heatmap_matrix
+from nnterp_widgets.figures.tokens import show_token
+from nnterp_widgets.figures.generation import MODE_STYLES, generation_lens_figure, lens_mode_figure
 from test_export import _decode, _figures, synthetic_result, synthetic_tree
 
 XSS = "<img src=x onerror=alert(1)>"

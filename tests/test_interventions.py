@@ -11,15 +11,9 @@ import torch
 import devices
 from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import InterventionError
-from nnterp_widgets.session.interventions import (
-    PATCH_INVOKES,
-    SITES,
-    ablate_heads,
-    check_heads,
-    patch,
-    patch_requests,
-)
+from nnterp_widgets.requests.sites import InterventionError
+from nnterp_widgets.requests.patching import PATCH_INVOKES, patch, patch_requests
+from nnterp_widgets.requests.sites import SITES, ablate_heads, check_heads
 from reference import _get, hf_reference, names_of
 
 CLEAN = "The Eiffel Tower is in"
@@ -190,9 +184,9 @@ def test_patch_end_points(session):
 def test_chunked_sweep_matches_one_chunk(session):
     # A sweep cut into requests of 3 cells gives the same map as one of 64.
     whole = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL).result(timeout=300)
-    cut = session.request("patch-chunks", lambda engine: patch(engine, CLEAN, CORRUPTED, ANSWER, FOIL, chunk=3)).result(
-        timeout=300
-    )
+    cut = session.request(
+        lambda engine: patch(engine, CLEAN, CORRUPTED, ANSWER, FOIL, chunk=3), key="patch-chunks"
+    ).result(timeout=300)
     assert cut.requests == 1 + -(-whole.effect.size // 3) > whole.requests
     np.testing.assert_allclose(cut.patched, whole.patched, atol=1e-5)
 
@@ -220,7 +214,7 @@ def test_ablated_logits_match_transformers(session, hf):
             logits = engine.logits.save()
         return logits
 
-    logits = session.request("ablate", run).result(timeout=120)
+    logits = session.request(run, key="ablate").result(timeout=120)
     expected = _hf_ablated(hf, HEADS)
     torch.testing.assert_close(logits[0, -1].float().cpu(), expected.cpu(), **TOL)
     assert not torch.allclose(expected, _hf_run(hf.model, _ids(hf.tokenizer, CLEAN), []), atol=1e-3)
@@ -239,7 +233,7 @@ def test_ablation_per_layer_between_reads(session, hf):
             logits = engine.logits.save()
         return streams, logits
 
-    streams, logits = session.request("ablate-layers", run).result(timeout=120)
+    streams, logits = session.request(run, key="ablate-layers").result(timeout=120)
     torch.testing.assert_close(logits[0, -1].float().cpu(), _hf_ablated(hf, HEADS).cpu(), **TOL)
     assert torch.all(streams[3][0, :, [2, 3]] == 0) and torch.all(streams[1][0, :, 1] == 0)
 

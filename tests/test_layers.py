@@ -12,7 +12,18 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "nnterp_widgets"
 #: Each area's rank: a module may import its own area and the areas below it, never above.
-LAYERS = ("errors", "components", "families", "engine", "checkpoints", "session", "widgets", "<root>")
+LAYERS = (
+    "errors",
+    "components",
+    "families",
+    "engine",
+    "checkpoints",
+    "requests",
+    "session",
+    "figures",
+    "widgets",
+    "<root>",
+)
 
 
 def _name(path: Path, package_dir: Path = PACKAGE) -> str:

@@ -85,8 +85,8 @@ def test_a_superseded_requests_callbacks_run_outside_the_workers_lock():
     release = threading.Event()
     worker = EngineWorker(lambda: _Engine())
     try:
-        worker.submit("busy", lambda engine: release.wait(30))  # holds the engine's thread
-        first = worker.submit("k", lambda engine: "first")
+        worker.submit("busy", lambda engine, job: release.wait(30))  # holds the engine's thread
+        first = worker.submit("k", lambda engine, job: "first")
         seen = []
 
         def superseded(done):
@@ -95,7 +95,7 @@ def test_a_superseded_requests_callbacks_run_outside_the_workers_lock():
             other.join(5)  # blocks if this callback holds the worker's lock
 
         first.add_done_callback(superseded)
-        second = worker.submit("k", lambda engine: "second")
+        second = worker.submit("k", lambda engine, job: "second")
         assert seen == [1] or seen == [2], seen
         release.set()
         assert second.result(30) == "second"

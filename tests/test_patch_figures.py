@@ -10,16 +10,13 @@ import re
 import numpy as np
 import pytest
 
-from nnterp_widgets.session.intervention_results import (
-    PairLens,
-    PatchResult,
-    ablation_delta,
-    normalized_effect,
-)
-from nnterp_widgets.session.panels import LensPanel, Tokens
+from nnterp_widgets.requests.patching import PairLens, PatchResult, normalized_effect
+from nnterp_widgets.requests.ablation import ablation_delta
+from nnterp_widgets.requests.lens import LensGrid
+from nnterp_widgets.requests.common import Tokens
 from nnterp_widgets.widgets.export import export_html, export_patch_html
-from nnterp_widgets.widgets.patch_figures import pair_figure, patch_figure
-from nnterp_widgets.widgets.tokens import show_token
+from nnterp_widgets.figures.patching import pair_figure, patch_figure
+from nnterp_widgets.figures.tokens import show_token
 from test_export import _decode, _figures
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -63,7 +60,7 @@ def test_effect_is_normalized_and_end_points_exact():
         (dict(corrupted=Tokens((1,), ("The",))), "the clean prompt has 4 tokens and the corrupted one 1"),
         (dict(patched=np.zeros(4, np.float32)), "patched must be [layers, columns]"),
         (dict(patched=np.zeros((3, 5), np.float32)), "patched has 5 columns for 4 positions"),
-        (dict(patched=np.full((3, 4), np.nan, np.float32)), "not finite"),
+        (dict(patched=np.full((3, 4), np.inf, np.float32)), "not finite"),
         (dict(corrupted_metric=2.5), "the clean and corrupted metrics are equal"),
     ],
 )
@@ -121,9 +118,9 @@ def test_head_figure():
         patch_figure(r, selected=2)
 
 
-def _lens(tokens: Tokens) -> LensPanel:
+def _lens(tokens: Tokens) -> LensGrid:
     layers, n, k = 3, len(tokens), 2
-    return LensPanel(
+    return LensGrid(
         tokens,
         np.zeros((layers, n, k), np.int64),
         np.full((layers, n, k), 0.5, np.float32),

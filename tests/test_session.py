@@ -15,9 +15,11 @@ import torch
 import devices
 from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import ProbeError, ResultTooLarge, Superseded
-from nnterp_widgets.session.panels import QUANT, THUMBNAIL_SIDE, mean_pool
-from nnterp_widgets.session.prompt_requests import MAX_RESULT_BYTES, pattern_bytes, pattern_payload
+from nnterp_widgets.requests.common import RequestRefused, ResultTooLarge
+from nnterp_widgets.session import Superseded
+from nnterp_widgets.requests.attention import QUANT, THUMBNAIL_SIDE, mean_pool
+from nnterp_widgets.requests.common import MAX_RESULT_BYTES
+from nnterp_widgets.requests.attention import pattern_bytes, pattern_payload
 from reference import hf_model, reference_attention, reference_values
 from traces import trace_values
 
@@ -88,7 +90,7 @@ def test_windowed_lens_is_the_reference_at_those_positions(session):
     _assert_lens(moved, expected)
     again = session.lens(LONGER, 2, 7).result(timeout=5)
     assert again is moved and session.engine_requests - before == 1  # cached
-    with pytest.raises(ProbeError, match="outside"):
+    with pytest.raises(RequestRefused, match="outside"):
         session.lens(LONGER, 5, 500).result(timeout=60)
 
 
@@ -114,7 +116,7 @@ def test_quantised_patterns_match_transformers(session, result):
         assert len(panel.to_bytes()) == want.size  # one byte a cell
     with pytest.raises(IndexError, match="head 9 is out of range"):
         result.attention.head(9)
-    with pytest.raises(ProbeError, match="no attention pattern for layer 7"):
+    with pytest.raises(RequestRefused, match="no attention pattern for layer 7"):
         session.attention(PROMPT, 7).result(timeout=60)
 
 
@@ -226,9 +228,9 @@ def test_a_zoom_is_the_exact_window_one_request_cached(small_side):
     edge = session.attention(LONGER, 1, key="zoom", window=(count - 2, 0)).result(timeout=120)
     assert edge.quantized.shape[1:] == (2, SMALL_SIDE)
     np.testing.assert_allclose(edge.pattern, exact[:, count - 2 :, :SMALL_SIDE], atol=1 / QUANT)
-    with pytest.raises(ProbeError, match="outside"):
+    with pytest.raises(RequestRefused, match="outside"):
         session.attention(LONGER, 1, key="zoom", window=(count, 0)).result(timeout=60)
-    with pytest.raises(ProbeError, match="a pattern window is"):
+    with pytest.raises(RequestRefused, match="a pattern window is"):
         session.attention(LONGER, 1, key="zoom", window="ab").result(timeout=60)
     assert session.attention(LONGER, 1, key="zoom", window=(0, 0)).result(timeout=120).exact  # still serving
     # A smaller window: its side's exact cells.
@@ -253,7 +255,7 @@ def test_an_attention_row_is_one_querys_exact_weights_over_every_key(small_side)
     assert row.exact and row.query_start == count - 3 and row.key_start == 0
     assert row.quantized.shape == (row.num_heads, 1, count) and count > SMALL_SIDE  # past the side: every key
     np.testing.assert_allclose(row.pattern[:, 0], exact[:, count - 3].cpu().numpy(), atol=1 / QUANT)
-    with pytest.raises(ProbeError, match="outside"):
+    with pytest.raises(RequestRefused, match="outside"):
         session.attention_row(LONGER, 1, count, key="row").result(timeout=60)
     assert session.attention_row(LONGER, 1, 0, key="row").result(timeout=120).exact  # still serving
 
@@ -297,7 +299,7 @@ def test_value_previews_match_transformers(session):
     before = session.engine_requests
     assert session.value(PROMPT, f"{engine_path}.layer_output").result(timeout=5) is summary  # cached
     assert session.engine_requests == before
-    with pytest.raises(ProbeError, match="a gated MLP on vLLM"):
+    with pytest.raises(RequestRefused, match="a gated MLP on vLLM"):
         session.value(PROMPT, f"{engine_path}.mlp.mlp_activation").result(timeout=60)
 
 
@@ -373,7 +375,7 @@ def test_a_result_too_large_is_refused_and_the_next_request_succeeds(session):
 
 def test_a_new_prompt_drops_the_old_prompts_pending_work(session):
     gate = threading.Event()
-    blocker = session.request("blocker", lambda engine: gate.wait(60))
+    blocker = session.request(lambda engine: gate.wait(60), key="blocker")
     pending = session.attention(MARKUP, 1, key="drop")
     lens = session.lens(MARKUP, 0, 2, key="drop")
     newer = session.prompt(PROMPT, key="drop")
@@ -396,16 +398,16 @@ def test_rapid_prompts_coalesce_and_last_wins(session):
 
 
 def test_bad_requests_fail_alone(session, result):
-    with pytest.raises(ProbeError, match="empty"):
+    with pytest.raises(RequestRefused, match="empty"):
         session.prompt("   ").result(timeout=60)
-    with pytest.raises(ProbeError, match="max_model_len=64"):
+    with pytest.raises(RequestRefused, match="max_model_len=64"):
         session.prompt("Paris " * 80).result(timeout=60)
 
     def broken(engine):
         raise ValueError("a widget's request went wrong")
 
     with pytest.raises(ValueError, match="went wrong"):
-        session.request("broken", broken).result(timeout=60)
+        session.request(broken, key="broken").result(timeout=60)
     again = session.prompt(PROMPT).result(timeout=120)
     np.testing.assert_array_equal(again.lens.top_ids, result.lens.top_ids)
 
@@ -482,12 +484,12 @@ def test_the_session_engine_runs_in_this_process_and_a_second_is_refused(session
 def test_value_descriptions_are_kept_per_engine_and_length(session, result):
     """The prompt request describes the engine's values once per prompt length: they do
     not change, and describing every value of every layer cost 18 ms a request at 32 layers."""
-    from nnterp_widgets.session import prompt_requests
+    from nnterp_widgets.requests import common
 
     engine = session._engine()
     count = len(result.tokens)
-    kept = prompt_requests.described(engine, count)
+    kept = common.described(engine, count)
     assert kept == engine.describe(count)
-    assert prompt_requests.described(engine, count) is kept  # not described again
+    assert common.described(engine, count) is kept  # not described again
     session.prompt(PROMPT + " the", key="described").result(timeout=120)
-    assert prompt_requests.described(engine, count) is kept
+    assert common.described(engine, count) is kept

@@ -65,7 +65,7 @@ def trained_session():
 
 def _on_worker(session, fn):
     """Run ``fn(engine)`` on the session's worker (its one engine)."""
-    return session.request("test", fn).result(timeout=300)
+    return session.request(fn, key="test").result(timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -202,7 +202,7 @@ def test_attribution_matches_transformers_and_adds_up(trained_session):
 def test_contributions_match_transformers(trained_session):
     """The contribution graph's shares on the trained model, held to the formulas in
     transformers (float64 from the same checkpoint)."""
-    from nnterp_widgets.session.contributions import FLOOR
+    from nnterp_widgets.requests.contributions import FLOOR
 
     graph = trained_session.contributions(CLEAN).result()
     want = reference_contributions(str(trained()), "llama", CLEAN)

@@ -18,11 +18,14 @@ import pytest
 
 from nnterp_widgets import AttentionView, Explorer, LogitLens, ModuleTree, PatchPanel
 from nnterp_widgets.checkpoints import checkpoint
-from nnterp_widgets.session import GenerationError, InterventionError, ProbeError
+from nnterp_widgets.requests.generation import GenerationError
+from nnterp_widgets.requests.sites import InterventionError
+from nnterp_widgets.requests.common import RequestRefused
 from nnterp_widgets.widgets.attention_text import text_view_state
-from nnterp_widgets.widgets.figure_transport import heatmap_matrix
-from nnterp_widgets.widgets.figures import escape_token, lens_hover
-from nnterp_widgets.widgets.tokens import show_token
+from nnterp_widgets.figures.transport import heatmap_matrix
+from nnterp_widgets.figures.common import escape_token
+from nnterp_widgets.figures.lens import lens_hover
+from nnterp_widgets.figures.tokens import show_token
 from reference import reference_attention, reference_values
 from test_export import _decode, _figures
 
@@ -297,7 +300,8 @@ def test_a_long_prompt_shows_the_pooled_pattern_zooms_and_comes_back(session, mo
 
     from nnterp_widgets.widgets import attention as attention_module
 
-    from nnterp_widgets.widgets.figures import block_label, escape_token
+    from nnterp_widgets.figures.attention import block_label
+    from nnterp_widgets.figures.common import escape_token
 
     def click(trace, row, col):
         trace._dispatch_on_click(Points(point_inds=[0], xs=[col], ys=[row], trace_name="t", trace_index=0), None)
@@ -702,7 +706,7 @@ def test_occlusion_panel_draws_the_saliency_row_and_selects_a_token(session, exp
 
 
 def test_steer_panel_shows_both_continuations_aligned_and_a_refusal(session, explorer):
-    from nnterp_widgets.widgets.causal_figures import DIFFERS
+    from nnterp_widgets.figures.causal import DIFFERS
 
     panel = explorer.steering
     panel.layer_input.value, panel.coefficient_slider.value, panel.tokens_input.value = 1, 8.0, 5
@@ -820,7 +824,7 @@ def test_a_new_prompt_dims_what_shows_the_old_one_until_its_answer(session, expl
 
 def test_an_error_is_said_once_and_cleared_by_the_next_success(session, explorer):
     explorer.prompt_box.value = ""
-    with pytest.raises(ProbeError, match="empty"):
+    with pytest.raises(RequestRefused, match="empty"):
         explorer.wait(60)
     lines = [explorer.status_line.value] + [panel.status["message"] for panel in explorer.panels]
     assert sum(1 for line in lines if "empty" in line) == 1, lines
@@ -832,7 +836,7 @@ def test_an_error_is_said_once_and_cleared_by_the_next_success(session, explorer
 
 
 def test_the_head_grid_marks_the_shown_and_ablated_heads_and_the_export_says_the_ablation(session, explorer):
-    from nnterp_widgets.widgets.figures import ABLATED_MARK, SHOWN_MARK
+    from nnterp_widgets.figures.attention import ABLATED_MARK, SHOWN_MARK
 
     view = explorer.attention
     view.head = 2

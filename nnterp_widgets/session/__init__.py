@@ -1,52 +1,32 @@
-"""The session layer: owns the engine, serialises and coalesces the widgets' requests."""
+"""The kernel's one engine: `Session` owns it, its worker queue, its memory guard, its
+status and its log; every request is a `Job`.
 
-from .attribution import Attribution
-from .branching import BranchResult
-from .contributions import Contributions, Route
-from .occlusion import Occlusion
-from .steering import SteerResult, SteeringError
-from .generation import GenerationError, GenerationResult, GenerationStep, LensModes, Target
-from .heads import HeadRoles
-from .intervention_results import AblationDelta, PairLens, PatchResult
-from .interventions import InterventionError
+    session = Session.open()                       # the trained model, started in the background
+    job = session.prompt("The Eiffel Tower is in the city of")
+    job.result().lens                              # a PromptResult's LensGrid
+
+What each request computes, and the result types, are in `nnterp_widgets.requests`.
+"""
+
+from ..requests import RequestRefused, ResultTooLarge
+from .job import Job
 from .kernel_thread import KernelThread
-from .panels import AttentionPanel, LensPanel, PromptResult, Tokens, ValueSummary
-from .prompt_requests import ProbeError, ResultTooLarge
+from .memory import MemoryRefused
 from .session import Session
 from .status import IDLE, State, Status
 from .worker import Busy, EngineDied, Superseded
 
 __all__ = [
-    "SteeringError",
-    "SteerResult",
-    "Occlusion",
-    "BranchResult",
     "IDLE",
-    "AblationDelta",
-    "AttentionPanel",
-    "Attribution",
-    "Contributions",
-    "Route",
     "Busy",
     "EngineDied",
-    "GenerationError",
-    "GenerationResult",
-    "GenerationStep",
-    "HeadRoles",
-    "InterventionError",
+    "Job",
     "KernelThread",
-    "LensModes",
-    "LensPanel",
-    "PairLens",
-    "PatchResult",
-    "ProbeError",
-    "PromptResult",
+    "MemoryRefused",
+    "RequestRefused",
     "ResultTooLarge",
     "Session",
     "State",
     "Status",
     "Superseded",
-    "Target",
-    "Tokens",
-    "ValueSummary",
 ]

@@ -14,7 +14,7 @@ engine in the kernel's process, the kernel with it)::
 from __future__ import annotations
 
 
-from .prompt_requests import ProbeError
+from ..requests.common import RequestRefused
 
 #: Copies of one layer's ``[heads, tokens, tokens]`` float32 pattern alive at once while
 #: it is recomputed (the scores, their softmax, the pooled or quantised copy).
@@ -31,7 +31,7 @@ REFUSED = (
 )
 
 
-class MemoryRefused(ProbeError):
+class MemoryRefused(RequestRefused):
     """A request refused before it runs: it would not fit in the engine's memory."""
 
 

@@ -17,24 +17,61 @@ import threading
 import time
 from collections import OrderedDict
 from concurrent.futures import Future
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
-from .generation import GENERATE_TOKENS, follow, generate
-from .attribution import attribute
-from .contributions import FLOOR, contributions
-from .branching import branch
-from .occlusion import occlude
+import numpy as np
+
+from ..requests import (
+    FLOOR,
+    GENERATE_TOKENS,
+    MAX_RESULT_BYTES,
+    PATTERN_SIDE,
+    AblationDelta,
+    AttentionPattern,
+    Attribution,
+    BranchResult,
+    Contributions,
+    GenerationResult,
+    HeadRoles,
+    LensGrid,
+    LensModes,
+    Occlusion,
+    PairLens,
+    PatchResult,
+    PromptResult,
+    SteerResult,
+    Tokens,
+    ValueSummary,
+    ablation,
+    attribute,
+    branch,
+    build_tree,
+    compare,
+    contributions,
+    follow,
+    generate,
+    head_roles,
+    occlude,
+    patch,
+    run_attention,
+    run_attention_row,
+    run_lens,
+    run_prompt,
+    run_value,
+    steer,
+    steering_vector,
+    tokens_of,
+)
 from .engine_log import failure_note, route_engine_logs
-from .memory import check_memory, free_bytes
-from .panels import Tokens
-from .steering import steer, steering_vector
-from .heads import head_roles
+from .job import Job, resolved
 from .kernel_thread import KernelThread
-from .interventions import ablation, compare, patch
-from . import prompt_requests
+from .memory import check_memory, free_bytes
 from .status import STARTING, State, Status
-from .tree import build_tree
 from .worker import EngineWorker
+
+R = TypeVar("R")
+#: A prompt: its text.
+Prompt = str
 
 #: Engine settings a session uses unless told otherwise: a modest memory share so a
 #: second engine still fits. The dtype is the platform's default (float32 on the CPU,
@@ -163,13 +200,13 @@ class Session:
         #: Seconds from `open` to `described` (the tree and the tokenizer, no engine yet).
         self.described_seconds: float | None = None
         #: The most one request may return; lower it to see the refusal (tests do).
-        self.max_result_bytes = prompt_requests.MAX_RESULT_BYTES
+        self.max_result_bytes = MAX_RESULT_BYTES
         #: Bytes a request may plan to use on the engine's machine; None: its free memory
         #: now. Lower it to see the refusal (tests do).
         self.memory_limit: int | None = None
         #: The most cells a side a shipped pattern has (longer prompts are max-pooled to it,
         #: a zoom window is at most this wide); lower it to see pooling on a short prompt.
-        self.pattern_side = prompt_requests.PATTERN_SIDE
+        self.pattern_side = PATTERN_SIDE
         self._cache: OrderedDict = OrderedDict()
         self._cache_lock = threading.Lock()
         #: Resolves once the module tree and the tokenizer exist, seconds into the start and
@@ -258,27 +295,58 @@ class Session:
         self._worker.ready.result(timeout)
         return self
 
-    def on_ready(self, callback: Callable[[Future], None]) -> None:
-        """Call ``callback(future)`` once the engine has opened (or failed to)."""
-        self._worker.ready.add_done_callback(callback)
+    def on_ready(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once the engine has opened or failed to (`ready` says which)."""
+        self._worker.ready.add_done_callback(lambda future: callback())
 
     @property
     def ready(self) -> bool:
+        """Whether the engine is open and serving."""
         return self._worker.ready.done() and self._worker.ready.exception() is None
 
-    def request(self, key: str, fn: Callable[[Any], Any]) -> Future:
-        """Run ``fn(engine)`` on the worker; coalesced per ``key`` (newest wins)."""
-        return self._worker.submit(key, fn)
+    @property
+    def start_error(self) -> BaseException | None:
+        """Why the engine failed to start, or None (not failed, or not started yet)."""
+        ready = self._worker.ready
+        return ready.exception() if ready.done() else None
 
-    def prompt(
-        self, text: str, key: str = "prompt", *, layer: int | None = None, window: Any = None, ablate: Sequence = ()
-    ) -> Future:
-        """What the explorer paints for ``text``: one engine request.
+    def request(self, fn: Callable[[Any], R], *, key: str | None = None, what: str = "request") -> Job[R]:
+        """Run ``fn(engine)`` on the worker.
 
         Args:
-            text: the prompt.
+            fn: called with the `StandardizedVLLM` on the engine's thread.
+            key: names the asker: a newer request under the same key replaces this one
+                while it waits (newest wins, for views). ``None``: never replaced.
+            what: the request's name, in its progress bar and errors.
+
+        Returns:
+            A `Job` of what ``fn`` returns.
+        """
+        return self._submit(lambda engine, job: fn(engine), key=key, what=what)
+
+    def _submit(self, fn: Callable[[Any, Job], R], *, key: str | None, what: str, progress: bool = False) -> Job[R]:
+        """Queue ``fn(engine, job)``: the job is the request's `Progress` (a chunked request
+        reports to it, and stops at its next chunk once it is cancelled)."""
+        job: Job[R] = Job(what)
+        if progress:
+            job.show_progress()
+        return self._worker.submit(key, fn, job)
+
+    def prompt(
+        self,
+        prompt: Prompt,
+        *,
+        key: str | None = None,
+        layer: int | None = None,
+        window: Any = None,
+        ablate: Sequence = (),
+    ) -> Job[PromptResult]:
+        """What the explorer paints for ``prompt``: one engine request.
+
+        Args:
+            prompt: the prompt's text.
             key: names the asker: its pending layer, lens and preview requests for an
-                older prompt are dropped, and what the result holds is cached for them.
+                older prompt are dropped (a view's; a script leaves it out).
             layer: the layer whose attention pattern comes with it (the first by default).
             window: the lens's positions: ``None`` (the last ones), a width, or
                 ``(start, stop)``.
@@ -286,47 +354,46 @@ class Session:
                 change against the clean run.
 
         Returns:
-            A future of a `PromptResult`: the tokens, the model's prediction, the lens,
-            the pattern and the values' shapes.
+            A `Job` of a `PromptResult`: the tokens, the model's prediction, the lens, the
+            pattern and the values' shapes. What it holds is cached for later requests.
         """
-        self._worker.drop(lambda pending: pending.startswith(f"{key}:"))
+        if key is not None:
+            self._worker.drop(lambda pending: pending.startswith(f"{key}:"))
         heads = _heads(ablate)
         limit, side = self.max_result_bytes, self.pattern_side
 
-        def run(engine):
-            self._fits(engine, text, patterns=1)
-            return prompt_requests.run_prompt(
-                engine, text, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side
-            )
+        def run(engine, job):
+            self._fits(engine, prompt, patterns=1)
+            return run_prompt(engine, prompt, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side)
 
-        future = self.request(key, run)
+        job = self._submit(run, key=key, what="prompt")
 
-        def remember(done: Future) -> None:
+        def remember(done: Job) -> None:
             if done.cancelled() or done.exception() is not None:
                 return
             result = done.result()
             if result.attention is not None:
-                self._remember(("attention", text, heads, result.attention.layer, None, side), result.attention)
+                self._remember(("attention", prompt, heads, result.attention.layer, None, side), result.attention)
             lens = result.lens
-            self._remember(("lens", text, heads, lens.start, lens.stop), lens)
+            self._remember(("lens", prompt, heads, lens.start, lens.stop), lens)
 
-        future.add_done_callback(remember)
-        return future
+        job.add_done_callback(remember)
+        return job
 
     def attention(
         self,
-        text: str,
+        prompt: Prompt,
         layer: int,
-        key: str = "prompt",
         *,
+        key: str | None = None,
         ablate: Sequence = (),
         window: Any = None,
         side: int | None = None,
-    ) -> Future:
-        """One layer's attention pattern for ``text``: one request, cached.
+    ) -> Job[AttentionPattern]:
+        """One layer's attention pattern for ``prompt``: one request, cached.
 
         Args:
-            text: the prompt.
+            prompt: the prompt's text.
             layer: the layer.
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
@@ -336,101 +403,102 @@ class Session:
             side: a zoom window's side, at most ``pattern_side`` (its default).
 
         Returns:
-            A future of an `AttentionPanel`.
+            A `Job` of an `AttentionPattern`.
         """
         heads = _heads(ablate)
         limit, side = self.max_result_bytes, _side(side, self.pattern_side, window)
         origin = None if window is None else _window(window)
-        return self._cached(
-            ("attention", text, heads, int(layer), origin, side),
-            f"{key}:attention",
-            lambda engine: (
-                self._fits(engine, text, patterns=1)
-                or prompt_requests.run_attention(
-                    engine, text, layer, window=origin, ablate=heads, max_bytes=limit, side=side
-                )
-            ),
-        )
 
-    def attention_row(self, text: str, layer: int, query: int, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
-        """One query's exact weights over every key of ``text``, in every head of ``layer``:
+        def run(engine):
+            self._fits(engine, prompt, patterns=1)
+            return run_attention(engine, prompt, layer, window=origin, ablate=heads, max_bytes=limit, side=side)
+
+        return self._cached(("attention", prompt, heads, int(layer), origin, side), key, "attention", run)
+
+    def attention_row(
+        self, prompt: Prompt, layer: int, query: int, *, key: str | None = None, ablate: Sequence = ()
+    ) -> Job[AttentionPattern]:
+        """One query's exact weights over every key of ``prompt``, in every head of ``layer``:
         one request, cached (the token view of a prompt past ``pattern_side`` tokens).
 
         Args:
-            text: the prompt.
+            prompt: the prompt's text.
             layer: the layer.
             query: the query's position.
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
 
         Returns:
-            A future of a one-row `AttentionPanel` (``query_start`` is ``query``).
+            A `Job` of a one-row `AttentionPattern` (``query_start`` is ``query``).
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
-        return self._cached(
-            ("attention_row", text, heads, int(layer), int(query)),
-            f"{key}:attention_row",
-            lambda engine: (
-                self._fits(engine, text, patterns=1)
-                or prompt_requests.run_attention_row(engine, text, layer, query, ablate=heads, max_bytes=limit)
-            ),
-        )
 
-    def lens(self, text: str, start: int, stop: int, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
-        """The logit lens over some positions of ``text``: one request, cached.
+        def run(engine):
+            self._fits(engine, prompt, patterns=1)
+            return run_attention_row(engine, prompt, layer, query, ablate=heads, max_bytes=limit)
+
+        return self._cached(("attention_row", prompt, heads, int(layer), int(query)), key, "attention_row", run)
+
+    def lens(
+        self, prompt: Prompt, start: int, stop: int, *, key: str | None = None, ablate: Sequence = ()
+    ) -> Job[LensGrid]:
+        """The logit lens over some positions of ``prompt``: one request, cached.
 
         Args:
-            text: the prompt.
+            prompt: the prompt's text.
             start, stop: the positions ``start .. stop - 1``.
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
 
         Returns:
-            A future of a `LensPanel`.
+            A `Job` of a `LensGrid`.
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
         return self._cached(
-            ("lens", text, heads, int(start), int(stop)),
-            f"{key}:lens",
-            lambda engine: prompt_requests.run_lens(engine, text, start, stop, ablate=heads, max_bytes=limit),
+            ("lens", prompt, heads, int(start), int(stop)),
+            key,
+            "lens",
+            lambda engine: run_lens(engine, prompt, start, stop, ablate=heads, max_bytes=limit),
         )
 
-    def value(self, text: str, value_id: str, key: str = "prompt", *, ablate: Sequence = ()) -> Future:
-        """One standard value for ``text``, summarised: one request, cached.
+    def value(
+        self, prompt: Prompt, value_id: str, *, key: str | None = None, ablate: Sequence = ()
+    ) -> Job[ValueSummary]:
+        """One standard value for ``prompt``, summarised: one request, cached.
 
         Args:
-            text: the prompt.
+            prompt: the prompt's text.
             value_id: the value's id in the tree, e.g. ``"model.model.layers.0.mlp.mlp_output"``.
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
 
         Returns:
-            A future of a `ValueSummary` (shape, dtype, statistics and a preview slice).
+            A `Job` of a `ValueSummary` (shape, dtype, statistics and a preview slice).
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
         return self._cached(
-            ("value", text, heads, value_id),
-            f"{key}:value",
-            lambda engine: prompt_requests.run_value(engine, text, value_id, ablate=heads, max_bytes=limit),
+            ("value", prompt, heads, value_id),
+            key,
+            "value",
+            lambda engine: run_value(engine, prompt, value_id, ablate=heads, max_bytes=limit),
         )
 
-    def _cached(self, entry: tuple, key: str, fn: Callable[[Any], Any]) -> Future:
+    def _cached(self, entry: tuple, key: str | None, what: str, fn: Callable[[Any], R]) -> Job[R]:
+        """``fn(engine)`` as a request under ``key:what``, or the answer kept for ``entry``."""
         with self._cache_lock:
             if entry in self._cache:
                 self._cache.move_to_end(entry)
-                done: Future = Future()
-                done.set_result(self._cache[entry])
-                return done
-        future = self.request(key, fn)
-        future.add_done_callback(
+                return resolved(self._cache[entry], what)
+        job = self._submit(lambda engine, job: fn(engine), key=None if key is None else f"{key}:{what}", what=what)
+        job.add_done_callback(
             lambda done: (
                 None if done.cancelled() or done.exception() is not None else self._remember(entry, done.result())
             )
         )
-        return future
+        return job
 
     def _remember(self, entry: tuple, value: Any) -> None:
         with self._cache_lock:
@@ -454,8 +522,17 @@ class Session:
         """The engine's value descriptions (see `StandardizedVLLM.describe`), on ``step`` if given."""
         return self._engine().describe(tokens, step)
 
-    # Interventions: each one call on the worker; see `interventions`.
-    def patch(self, clean: str, corrupted: str, answer, foil, site: str = "layer_output", key: str = "patch") -> Future:
+    def patch(
+        self,
+        clean: Prompt,
+        corrupted: Prompt,
+        answer,
+        foil,
+        *,
+        site: str = "layer_output",
+        key: str | None = None,
+        progress: bool = False,
+    ) -> Job[PatchResult]:
         """Activation patching: the clean run's ``site`` into the corrupted run, one cell at a time.
 
         Args:
@@ -464,162 +541,184 @@ class Session:
                 logit(answer) - logit(foil) at the last position.
             site: ``layer_output``, ``attention_output``, ``mlp_output`` (a cell is a
                 layer and a position) or ``attention_head_outputs`` (a layer and a head).
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
+            progress: draw a progress bar (cells patched).
 
         Returns:
-            A future of a `PatchResult` (its ``effect``: 0 is the corrupted run, 1 the clean).
+            A `Job` of a `PatchResult` (its ``effect``: 0 is the corrupted run, 1 the clean);
+            its progress counts cells, its partial answer holds the rows patched so far.
         """
-        return self.request(key, lambda engine: patch(engine, clean, corrupted, answer, foil, site))
+        return self._submit(
+            lambda engine, job: patch(engine, clean, corrupted, answer, foil, site, progress=job),
+            key=key,
+            what="patching sweep",
+            progress=progress,
+        )
 
-    def compare(self, first: str, second: str, answer, foil, key: str = "compare") -> Future:
+    def compare(self, first: Prompt, second: Prompt, answer, foil, *, key: str | None = None) -> Job[PairLens]:
         """Both prompts' logit lens and their difference.
 
         Args:
             first, second: two prompts of the same token count.
             answer, foil: tokens (an id or one token's text) whose logit difference is read.
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A future of a `PairLens`.
+            A `Job` of a `PairLens`.
         """
-        return self.request(key, lambda engine: compare(engine, first, second, answer, foil))
+        return self.request(lambda engine: compare(engine, first, second, answer, foil), key=key, what="pair lens")
 
-    def ablation(self, text: str, heads, key: str = "ablation") -> Future:
-        """``text`` with some heads zeroed, against the clean run: one request.
+    def ablation(self, prompt: Prompt, heads, *, key: str | None = None) -> Job[AblationDelta]:
+        """``prompt`` with some heads zeroed, against the clean run: one request.
 
         Args:
-            text: the prompt.
+            prompt: the prompt's text.
             heads: ``(layer, head)`` pairs.
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A future of an `AblationDelta` (the clean top-k's probabilities in both runs).
+            A `Job` of an `AblationDelta` (the clean top-k's probabilities in both runs).
         """
-        return self.request(key, lambda engine: ablation(engine, text, heads))
+        return self.request(lambda engine: ablation(engine, prompt, heads), key=key, what="ablation")
 
     def generate(
-        self, prompt: str, max_tokens: int = GENERATE_TOKENS, *, target=None, key: str = "generate", **sampling: Any
-    ) -> Future:
+        self,
+        prompt: Prompt,
+        max_tokens: int = GENERATE_TOKENS,
+        *,
+        target=None,
+        key: str | None = None,
+        progress: bool = False,
+        **sampling: Any,
+    ) -> Job[GenerationResult]:
         """``prompt``, then up to ``max_tokens`` tokens, with the lens at every step: one request.
 
         Args:
-            prompt: the prompt.
+            prompt: the prompt's text.
             max_tokens: how many tokens to generate at most.
             target: a token (an id or one token's text) whose probability and rank are
                 added to the lens modes.
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
+            progress: draw a progress bar.
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
 
         Returns:
-            A future of a `GenerationResult`.
+            A `Job` of a `GenerationResult`.
         """
-        return self.request(key, lambda engine: generate(engine, prompt, max_tokens, target=target, **sampling))
+        return self._submit(
+            lambda engine, job: generate(engine, prompt, max_tokens, target=target, **sampling),
+            key=key,
+            what="generation",
+            progress=progress,
+        )
 
-    def follow(self, prompt: str, target=None, key: str = "follow") -> Future:
+    def follow(self, prompt: Prompt, target=None, *, key: str | None = None) -> Job[LensModes]:
         """The prompt's lens in every mode, following one token: one request.
 
         Args:
-            prompt: the prompt.
+            prompt: the prompt's text.
             target: the token followed at every layer and position (an id or one
                 token's text), or ``None``.
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A future of `LensModes`.
+            A `Job` of `LensModes`.
         """
-        return self.request(key, lambda engine: follow(engine, prompt, target))
+        return self.request(lambda engine: follow(engine, prompt, target), key=key, what="lens modes")
 
-    def attribute(self, text: str, answer, foil=None, key: str = "attribute") -> Future:
+    def attribute(self, prompt: Prompt, answer, foil=None, *, key: str | None = None) -> Job[Attribution]:
         """Who wrote the answer: each head's, MLP's and bias's direct effect, one request.
 
         Args:
-            text: the prompt.
+            prompt: the prompt's text.
             answer: a token (an id or one token's text).
             foil: a second token, or ``None``: the metric is logit(answer) - logit(foil)
                 at the last position (logit(answer) alone without a foil).
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A future of an `Attribution`, whose parts add up to its metric.
+            A `Job` of an `Attribution`, whose parts add up to its metric.
         """
-        return self.request(key, lambda engine: attribute(engine, text, answer, foil))
+        return self.request(lambda engine: attribute(engine, prompt, answer, foil), key=key, what="attribution")
 
-    def contributions(self, text: str, floor: float = FLOOR, key: str = "contributions") -> Future:
+    def contributions(self, prompt: Prompt, floor: float = FLOOR, *, key: str | None = None) -> Job[Contributions]:
         """Every block's contribution shares on the prompt (the contribution graph,
         Ferrando & Voita): one request.
 
         Args:
-            text: the prompt.
+            prompt: the prompt's text.
             floor: attention shares under it are not returned (at most
                 layers x tokens / floor edges).
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A future of `Contributions`, whose ``graph(threshold)`` keeps the routes to
-            the last position.
+            A `Job` of `Contributions`, whose ``graph(threshold)`` keeps the routes to the
+            last position.
         """
 
         def run(engine):
             # Beside one layer's pattern: each position's messages per head, and their copy.
-            self._fits(engine, text, patterns=1, per_token=2 * engine.num_heads * engine.hidden_size * 4)
-            return contributions(engine, text, floor)
+            self._fits(engine, prompt, patterns=1, per_token=2 * engine.num_heads * engine.hidden_size * 4)
+            return contributions(engine, prompt, floor)
 
-        return self.request(key, run)
+        return self.request(run, key=key, what="contribution graph")
 
     def steer(
         self,
-        prompt: str,
+        prompt: Prompt,
         vector,
         layer: int,
         coefficient: float = 1.0,
         max_tokens: int = GENERATE_TOKENS,
         *,
-        key: str = "steer",
+        key: str | None = None,
+        progress: bool = False,
         **sampling: Any,
-    ) -> Future:
+    ) -> Job[SteerResult]:
         """``prompt`` continued with a vector added to one layer's output, and without it: one request.
 
         Args:
-            prompt: the prompt.
+            prompt: the prompt's text.
             vector: ``[hidden]`` (e.g. from `steering_vector`).
             layer: ``coefficient * vector`` is added to ``layers[layer].layer_output`` at
                 every position and step.
             coefficient: the vector's scale.
             max_tokens: how many tokens each continuation has at most.
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
+            progress: draw a progress bar.
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
 
         Returns:
-            A future of a `SteerResult` (``steered`` and ``plain``, each a `GenerationResult`).
+            A `Job` of a `SteerResult` (``steered`` and ``plain``, each a `GenerationResult`).
         """
-        return self.request(
-            key, lambda engine: steer(engine, prompt, vector, layer, coefficient, max_tokens, **sampling)
+        return self._submit(
+            lambda engine, job: steer(engine, prompt, vector, layer, coefficient, max_tokens, **sampling),
+            key=key,
+            what="steering",
+            progress=progress,
         )
 
-    def steering_vector(self, positive: str, negative: str, layer: int, key: str = "steering-vector") -> Future:
+    def steering_vector(
+        self, positive: Prompt, negative: Prompt, layer: int, *, key: str | None = None
+    ) -> Job[np.ndarray]:
         """A steering vector from two prompts: one request.
 
         Args:
             positive, negative: the two prompts.
             layer: whose ``layer_output`` is read.
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A future of a float32 numpy vector: the mean ``layers[layer].layer_output``
-            over ``positive`` minus the same over ``negative``.
+            A `Job` of a float32 numpy vector: the mean ``layers[layer].layer_output`` over
+            ``positive`` minus the same over ``negative``.
         """
-        return self.request(key, lambda engine: steering_vector(engine, positive, negative, layer))
+        return self.request(
+            lambda engine: steering_vector(engine, positive, negative, layer), key=key, what="steering vector"
+        )
 
-    def branch(self, generation, step: int, token, max_tokens: int | None = None, key: str = "branch") -> Future:
+    def branch(
+        self, generation: GenerationResult, step: int, token, max_tokens: int | None = None, *, key: str | None = None
+    ) -> Job[BranchResult]:
         """A generation with another token forced at one step, continued greedily: one request.
 
         Args:
@@ -628,42 +727,48 @@ class Session:
             token: the forced token (an id or one token's text).
             max_tokens: how many tokens the branch writes (by default as many as the original
                 wrote after ``step``, at least one).
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A future of a `BranchResult`.
+            A `Job` of a `BranchResult`.
         """
-        return self.request(key, lambda engine: branch(engine, generation, step, token, max_tokens))
+        return self.request(lambda engine: branch(engine, generation, step, token, max_tokens), key=key, what="branch")
 
-    def occlude(self, text: str, answer, mode: str = "replace", key: str = "occlude") -> Future:
-        """Each input token occluded in turn, all positions in one request.
+    def occlude(
+        self, prompt: Prompt, answer, mode: str = "replace", *, key: str | None = None, progress: bool = False
+    ) -> Job[Occlusion]:
+        """Each input token occluded in turn, in chunks of invokes.
 
         Args:
-            text: the prompt.
+            prompt: the prompt's text.
             answer: the token whose logit and probability are read (an id or one token's text).
             mode: ``"replace"`` (by a neutral token) or ``"drop"``.
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            key: names the asker (newest wins under it); ``None``: never replaced.
+            progress: draw a progress bar (positions occluded).
 
         Returns:
-            A future of an `Occlusion`.
+            A `Job` of an `Occlusion`; its progress counts positions, its partial answer
+            holds the positions occluded so far (the others NaN).
         """
-        return self.request(key, lambda engine: occlude(engine, text, answer, mode))
+        return self._submit(
+            lambda engine, job: occlude(engine, prompt, answer, mode, progress=job),
+            key=key,
+            what="occlusion",
+            progress=progress,
+        )
 
-    def head_roles(self, text: str, key: str = "heads") -> Future:
+    def head_roles(self, prompt: Prompt, *, key: str | None = None) -> Job[HeadRoles]:
         """Each head's mean weight on the previous token, the first token and itself over
-        ``text``'s prefill: one request.
+        ``prompt``'s prefill: one request.
 
         Args:
-            text: the prompt.
-            key: names the asker; a newer request under the same key replaces one still
-                waiting (newest wins).
+            prompt: the prompt's text.
+            key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A future of `HeadRoles`.
+            A `Job` of `HeadRoles`.
         """
-        return self.request(key, lambda engine: head_roles(engine, text))
+        return self.request(lambda engine: head_roles(engine, prompt), key=key, what="head roles")
 
     def support(self) -> dict:
         return self._engine().support()
@@ -698,7 +803,7 @@ class Session:
         request (works once `described`; blocks until then)."""
         self.described.result()
         engine = self._engine()
-        return prompt_requests.tokens_of(engine, engine.tokenizer(text)["input_ids"])
+        return tokens_of(engine, engine.tokenizer(text)["input_ids"])
 
     @property
     def engine_requests(self) -> int:

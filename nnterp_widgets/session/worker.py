@@ -1,9 +1,11 @@
 """`EngineWorker`: the one thread that owns the engine and serves every request.
 
-Widgets never call the engine: they submit a request under a key (one per panel) and
-get a `Future`. Requests are coalesced per key (a newer request replaces one still
-waiting, whose future ends `Superseded`), served one at a time in the order their keys
-were first queued, and a failure ends only its own future. A dead engine process is
+Widgets never call the engine: they submit a request and get a `Job` (a future with
+progress and cancel). A request under a key (one per panel) is coalesced with that key's
+(a newer request replaces one still waiting, whose job ends `Superseded`); a request
+without a key is never replaced. Requests are served one at a time in the order their
+keys were first queued; a failure ends only its own job, a cancelled one stops at its
+next chunk and the next request is served. A dead engine process is
 reported and reopened before the next request.
 """
 
@@ -13,9 +15,12 @@ import signal
 import threading
 import traceback
 from collections import OrderedDict
+import itertools
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from ..requests.progress import Stopped
+from .job import Job
 from .status import READY, STARTING, State, Status
 
 #: Distinct keys that may wait at once; past it `submit` refuses rather than grow.
@@ -77,7 +82,8 @@ class EngineWorker:
         self._opener = opener
         self._on_status = on_status or (lambda status: None)
         self._max_pending = max_pending
-        self._pending: "OrderedDict[str, tuple[Callable, Future]]" = OrderedDict()
+        self._pending: "OrderedDict[Any, tuple[Callable, Job]]" = OrderedDict()
+        self._unkeyed = itertools.count()
         self._lock = threading.Condition()
         self._closed = False
         self.engine: Any = None
@@ -90,9 +96,12 @@ class EngineWorker:
 
     # -- client side -------------------------------------------------------------
 
-    def submit(self, key: str, fn: Callable[[Any], Any]) -> Future:
-        """Queue ``fn(engine)`` under ``key``; a waiting request under ``key`` is superseded."""
-        future: Future = Future()
+    def submit(self, key: str | None, fn: Callable[..., Any], job: Job | None = None) -> Job:
+        """Queue ``fn(engine, job)`` under ``key``; a waiting request under ``key`` is
+        superseded. ``key=None``: a request of its own, never superseded."""
+        future = job if job is not None else Job()
+        if key is None:
+            key = ("unkeyed", next(self._unkeyed))
         with self._lock:
             if self._closed:
                 raise RuntimeError("this session is closed")
@@ -109,7 +118,7 @@ class EngineWorker:
     def drop(self, which: Callable[[str], bool]) -> int:
         """Supersede every waiting request whose key ``which`` accepts; returns how many."""
         with self._lock:
-            keys = [key for key in self._pending if which(key)]
+            keys = [key for key in self._pending if isinstance(key, str) and which(key)]
             dropped = [(key, self._pending.pop(key)[1]) for key in keys]
         for key, future in dropped:
             future.set_exception(Superseded(f"a newer prompt replaced this {key!r} request"))
@@ -161,11 +170,11 @@ class EngineWorker:
                 if self._closed:
                     return
                 key, (fn, future) = self._pending.popitem(last=False)
-            if not future.set_running_or_notify_cancel():
+            if not future.begin():
                 continue
             self._serve(key, fn, future)
 
-    def _serve(self, key: str, fn: Callable, future: Future) -> None:
+    def _serve(self, key: Any, fn: Callable, future: Job) -> None:
         if self.engine is None or not getattr(self.engine, "alive", True):
             try:
                 self._reopen(f"the engine's process had died: {death_cause(self.engine)}")
@@ -175,7 +184,10 @@ class EngineWorker:
                 return
         try:
             self.served += 1
-            result = fn(self.engine)
+            result = fn(self.engine, future)
+        except Stopped:
+            future.end_cancelled()
+            return
         except BaseException as error:  # noqa: BLE001 - delivered to the one who asked
             if not getattr(self.engine, "alive", True):
                 cause = death_cause(self.engine)
@@ -190,10 +202,13 @@ class EngineWorker:
                 except BaseException as reopen_error:  # noqa: BLE001
                     self._on_status(Status(State.ERROR, f"the engine could not be reopened: {reopen_error}"))
                 return
+            done, total = future.progress
+            if total is not None and total > 1:
+                error.add_note(f"it failed after {done} of {total} ({key!r}); job.partial() holds what was done")
             error.__notes__ = getattr(error, "__notes__", []) + [traceback.format_exc(limit=3)]
             future.set_exception(error)
             return
-        future.set_result(result)
+        future.finish(result)
 
     def _reopen(self, why: str) -> None:
         self._on_status(Status(State.BUSY, f"{why}; reopening it"))

@@ -1,6 +1,6 @@
 """AttentionView: one layer's attention pattern, one head large and all heads small.
 
-State and rendering: the view shows the :class:`~nnterp_widgets.session.panels.AttentionPanel`
+State and rendering: the view shows the :class:`~nnterp_widgets.session.panels.AttentionPattern`
 a prompt's result came with (``update``), and a layer switch asks its ``session`` for
 that layer's panel (one engine request, cached by the session); a head switch, a click
 or a hover asks nothing. The chosen head is drawn as the panel ships it (decoded from
@@ -29,9 +29,10 @@ import ipywidgets
 import plotly.graph_objects as go
 import traitlets
 
-from ..session.panels import PATTERN_SIDE, AttentionPanel, PromptResult
+from ..requests.attention import PATTERN_SIDE, AttentionPattern
+from ..requests.prompt import PromptResult
 from .attention_text import AttentionText, text_view_state
-from .figures import GRID_WIDTH, attention_figure, attention_selection, head_grid_figure
+from ..figures.attention import GRID_WIDTH, attention_figure, attention_selection, head_grid_figure
 from .lifecycle import Asking, one_at_a_time, wait_shown
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from ..session import Session, Superseded
@@ -81,9 +82,9 @@ class AttentionView(Asking, PlotPanel):
         key: str = "attention",
         **kwargs,
     ):
-        self._panel: AttentionPanel | None = None
+        self._panel: AttentionPattern | None = None
         #: The zoom window on screen (exact cells of part of ``_panel``'s layer), or None.
-        self._zoomed: AttentionPanel | None = None
+        self._zoomed: AttentionPattern | None = None
         self._notes: list = []
         self.session = session
         self.key = key
@@ -153,17 +154,17 @@ class AttentionView(Asking, PlotPanel):
     # ------------------------------------------------------------------ public
 
     @property
-    def panel(self) -> AttentionPanel | None:
+    def panel(self) -> AttentionPattern | None:
         """The chosen layer's panel (the whole pattern, as shipped), or None."""
         return self._panel
 
     @property
-    def zoomed(self) -> AttentionPanel | None:
+    def zoomed(self) -> AttentionPattern | None:
         """The zoom window on screen (exact cells), or None when the whole pattern is."""
         return self._zoomed
 
     @property
-    def shown(self) -> AttentionPanel | None:
+    def shown(self) -> AttentionPattern | None:
         """What the heatmap draws: the zoom window, else the layer's panel."""
         return self._zoomed if self._zoomed is not None else self._panel
 
@@ -183,7 +184,7 @@ class AttentionView(Asking, PlotPanel):
         side = self._zoom_side()
         self._ask(
             lambda: self.session.attention(
-                result.prompt, layer, self.key, ablate=result.ablate, window=origin, side=side
+                result.prompt, layer, key=self.key, ablate=result.ablate, window=origin, side=side
             ),
             lambda window: self._zoom_landed(result, layer, window),
         )
@@ -200,7 +201,7 @@ class AttentionView(Asking, PlotPanel):
         """A zoom window's side: `ZOOM_SIDE`, or the session's pattern side if smaller."""
         return min(ZOOM_SIDE, getattr(self.session, "pattern_side", PATTERN_SIDE))
 
-    def _zoom_landed(self, result: PromptResult, layer: int, window: AttentionPanel) -> None:
+    def _zoom_landed(self, result: PromptResult, layer: int, window: AttentionPattern) -> None:
         if result is not self._result or layer != self.layer or self._panel is None:
             return  # a newer prompt or layer is on its way
         self._zoomed = window
@@ -227,7 +228,7 @@ class AttentionView(Asking, PlotPanel):
         self.step_note.value = PREFILL_PATTERN if reason is None else DECODE_STEP_PATTERN.format(step=step)
         self.step_note.layout.display = "none" if reason is None else None
 
-    def wait(self, timeout: float | None = 300) -> AttentionPanel | None:
+    def wait(self, timeout: float | None = 300) -> AttentionPattern | None:
         """Block until the asked-for layer is on screen (in a notebook cell too)."""
         self._wait_shown(timeout, "pattern")
         return self._panel
@@ -319,17 +320,17 @@ class AttentionView(Asking, PlotPanel):
             return
         self.set_status("busy", f"asking for layers[{layer}]")
         self._ask(
-            lambda: self.session.attention(result.prompt, layer, self.key, ablate=result.ablate),
+            lambda: self.session.attention(result.prompt, layer, key=self.key, ablate=result.ablate),
             lambda panel: self._layer_landed(result, layer, panel),
         )
 
-    def _layer_landed(self, result: PromptResult, layer: int, panel: AttentionPanel) -> None:
+    def _layer_landed(self, result: PromptResult, layer: int, panel: AttentionPattern) -> None:
         if result is not self._result or layer != self.layer:
             return  # a newer prompt or layer is on its way
         self._show_panel(result, layer, panel)
         self.set_status("idle", "")
 
-    def _show_panel(self, result: PromptResult, layer: int, panel: AttentionPanel) -> None:
+    def _show_panel(self, result: PromptResult, layer: int, panel: AttentionPattern) -> None:
         notes, self._notes = self._notes, []
         self._panel, self._zoomed = panel, None
         if not 0 <= self.head < panel.num_heads:
@@ -376,12 +377,12 @@ class AttentionView(Asking, PlotPanel):
         self._render_text()
 
     @property
-    def row_panel(self) -> AttentionPanel | None:
+    def row_panel(self) -> AttentionPattern | None:
         """The selected query's exact row over every key, where the token view needed one
         (the prompt past the pattern side, or a zoom), or None."""
         return self._query_row[3] if self._row_is_current() else None
 
-    def wait_token_view(self, timeout: float | None = 300) -> AttentionPanel | None:
+    def wait_token_view(self, timeout: float | None = 300) -> AttentionPattern | None:
         """Block until the token view shows the selected query's row (past the pattern
         side; at once otherwise), in a notebook cell too; returns `row_panel`."""
         future = self._query_row_future
@@ -417,7 +418,7 @@ class AttentionView(Asking, PlotPanel):
             return  # already on its way (a head switch meanwhile redraws, and asks nothing)
         self._query_row_asked = (result, layer, query)
         self._query_row_shown.clear()
-        future = self.session.attention_row(result.prompt, layer, query, self.key, ablate=result.ablate)
+        future = self.session.attention_row(result.prompt, layer, query, key=self.key, ablate=result.ablate)
         self._query_row_future = future
         future.add_done_callback(lambda done: self._kernel.call(self._row_landed, result, layer, query, done))
 

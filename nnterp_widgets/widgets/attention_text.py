@@ -26,10 +26,11 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ..session.panels import AttentionPanel
+from ..requests.attention import AttentionPattern
 from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM
-from .figures import HIGHLIGHT, head_scale
-from .tokens import show_token
+from ..figures.common import HIGHLIGHT
+from ..figures.attention import head_scale
+from ..figures.tokens import show_token
 
 __all__ = ["AttentionText", "TextViewState", "text_view_state"]
 
@@ -64,7 +65,7 @@ class TextViewState:
         return float(np.frombuffer(self.scales, "<f4")[self.rows.index(query)])
 
 
-def _is_row(panel: AttentionPanel | None) -> bool:
+def _is_row(panel: AttentionPattern | None) -> bool:
     """Whether ``panel`` is one query's exact weights over every key (`Session.attention_row`)."""
     return (
         panel is not None
@@ -74,7 +75,7 @@ def _is_row(panel: AttentionPanel | None) -> bool:
     )
 
 
-def text_view_state(panel: AttentionPanel, head: int, row: AttentionPanel | None = None) -> TextViewState:
+def text_view_state(panel: AttentionPattern, head: int, row: AttentionPattern | None = None) -> TextViewState:
     """The token view of head ``head`` of ``panel``: every query's row where ``panel`` is
     the whole exact pattern; else ``row``'s (one query over every key of the same prompt
     and layer), or the tokens alone."""

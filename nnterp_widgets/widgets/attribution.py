@@ -15,8 +15,9 @@ from typing import Any, Callable
 import ipywidgets
 import traitlets
 
-from ..session import Attribution, Session
-from .attribution_figures import attribution_figure
+from ..requests.attribution import Attribution
+from ..session import Session
+from ..figures.attribution import attribution_figure
 from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked
 

@@ -13,9 +13,10 @@ from typing import Any, Callable
 
 import ipywidgets
 
-from ..session import Contributions, Session
-from ..session.contributions import FLOOR, THRESHOLD
-from .contribution_figures import contribution_figure, route_picture
+from ..requests.contributions import Contributions
+from ..session import Session
+from ..requests.contributions import FLOOR, THRESHOLD
+from ..figures.contributions import contribution_figure, route_picture
 from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel
 

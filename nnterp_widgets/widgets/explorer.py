@@ -18,7 +18,8 @@ from typing import Any
 import ipywidgets as widgets
 import traitlets
 
-from ..session import PromptResult, Session, State, Status
+from ..requests.prompt import PromptResult
+from ..session import Session, State, Status
 from .attention import AttentionView
 from .attribution import AttributionPanel
 from .contributions import ContributionPanel

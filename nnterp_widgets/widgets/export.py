@@ -26,23 +26,27 @@ from pathlib import Path
 import numpy as np
 import plotly.io as pio
 
-from ..session.attribution import Attribution
-from ..session.contributions import Contributions
-from ..session.branching import BranchResult
-from ..session.occlusion import Occlusion
-from ..session.steering import SteerResult
-from ..session.generation import GenerationResult
-from ..session.intervention_results import PairLens, PatchResult
-from ..session.panels import AttentionPanel, LensPanel, PromptResult
+from ..requests.attribution import Attribution
+from ..requests.contributions import Contributions
+from ..requests.branching import BranchResult
+from ..requests.occlusion import Occlusion
+from ..requests.steering import SteerResult
+from ..requests.generation import GenerationResult
+from ..requests.patching import PairLens, PatchResult
+from ..requests.attention import AttentionPattern
+from ..requests.lens import LensGrid
+from ..requests.prompt import PromptResult
 from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM, JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
 from .attention_text import AttentionText, text_view_state
-from .attribution_figures import attribution_figure
-from .contribution_figures import contribution_figure, route_picture
-from .causal_figures import branch_html, continuations_html, occlusion_figure
-from .figures import PLOTLY_CONFIG, attention_figure, lens_figure
-from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
-from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
-from .tokens import show_token
+from ..figures.attribution import attribution_figure
+from ..figures.contributions import contribution_figure, route_picture
+from ..figures.causal import branch_html, continuations_html, occlusion_figure
+from ..figures.common import PLOTLY_CONFIG
+from ..figures.attention import attention_figure
+from ..figures.lens import lens_figure
+from ..figures.generation import STEP_AXIS, generation_lens_figure, lens_mode_figure
+from ..figures.patching import PAIR_NAMES, pair_figure, patch_figure
+from ..figures.tokens import show_token
 
 __all__ = [
     "export_generation_html",
@@ -111,9 +115,9 @@ def export_html(
     *,
     layer: int | None = None,
     head: int = 0,
-    attention: AttentionPanel | None = None,
-    attention_row: AttentionPanel | None = None,
-    lens: LensPanel | None = None,
+    attention: AttentionPattern | None = None,
+    attention_row: AttentionPattern | None = None,
+    lens: LensGrid | None = None,
     selected_token: int = -1,
     selected: str = "",
     preview: dict | None = None,
@@ -190,7 +194,7 @@ def export_html(
     return _page(title, result.prompt, head, body, path)
 
 
-def _token_view(attention: AttentionPanel | None, head: int, selected: int, row: AttentionPanel | None) -> str:
+def _token_view(attention: AttentionPattern | None, head: int, selected: int, row: AttentionPattern | None) -> str:
     """The attention view's token view of ``head`` (the widget's own front end, hover
     shading in the page), or nothing where there is no pattern."""
     if attention is None:
@@ -226,7 +230,7 @@ def ablation_line(result: PromptResult) -> str:
     return line
 
 
-def lens_token(lens: LensPanel, token: int) -> str:
+def lens_token(lens: LensGrid, token: int) -> str:
     """A token's text as the lens knows it (its top entries), else its id."""
     ids = np.asarray(lens.top_ids)
     found = np.argwhere(ids == token)
@@ -399,7 +403,7 @@ def contributions_section(
 ) -> str:
     """The contribution graph as HTML: the routes to the last token kept at ``threshold``
     (the paper's 0.04 by default), drawn by `contribution_figure`."""
-    from ..session.contributions import THRESHOLD
+    from ..requests.contributions import THRESHOLD
 
     picture = route_picture(contributions, THRESHOLD if threshold is None else threshold)
     kept = sum(1 for edge in picture.edges if edge[5] == "attention")

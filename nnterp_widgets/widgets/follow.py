@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import ipywidgets
 
-from ..session.generation import MODES, TARGET_MODES, LensModes
+from ..requests.generation import MODES, TARGET_MODES, LensModes
 from .generation import GenerationView
 from .lens import LogitLens
 from .lifecycle import Asking, close_all, one_at_a_time

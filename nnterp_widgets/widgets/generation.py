@@ -19,10 +19,10 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from ..session.generation import GENERATE_TOKENS, GenerationResult
+from ..requests.generation import GENERATE_TOKENS, GenerationResult
 from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
-from .causal_figures import branch_html
-from .generation_figures import STEP_AXIS, generation_lens_figure, lens_mode_figure
+from ..figures.causal import branch_html
+from ..figures.generation import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .lifecycle import Asking, close_all, one_at_a_time
 from .plot_panel import FigureSlot, apply_theme, clicked, show_figure
 from ..session import Session

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import traitlets
 
-from ..session.generation import LensModes
-from ..session.panels import LensPanel, PromptResult
-from .figures import lens_figure, selection_shapes
-from .generation_figures import lens_mode_figure
+from ..requests.generation import LensModes
+from ..requests.lens import LensGrid
+from ..requests.prompt import PromptResult
+from ..figures.lens import lens_figure
+from ..figures.common import selection_shapes
+from ..figures.generation import lens_mode_figure
 from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked
 from .lens_window import PositionWindow
@@ -50,7 +52,7 @@ class LogitLens(Asking, PlotPanel):
     ):
         self.session = session
         self.key = key
-        self._panel: LensPanel | None = None
+        self._panel: LensGrid | None = None
         self._modes: LensModes | None = None  # shown instead of the window when set
         self._mode = "top-1"
         self._window_display = "none"  # the window's controls: shown for a long prompt
@@ -65,7 +67,7 @@ class LogitLens(Asking, PlotPanel):
             self.update(result)
 
     @property
-    def panel(self) -> LensPanel | None:
+    def panel(self) -> LensGrid | None:
         """The lens on screen."""
         return self._panel
 
@@ -103,7 +105,7 @@ class LogitLens(Asking, PlotPanel):
         self._show_lens(result.lens)
         self.message.value = note
 
-    def wait(self, timeout: float | None = 300) -> LensPanel | None:
+    def wait(self, timeout: float | None = 300) -> LensGrid | None:
         """Block until the asked-for window is on screen (in a notebook cell too)."""
         self._wait_shown(timeout, "lens")
         return self._panel
@@ -120,7 +122,7 @@ class LogitLens(Asking, PlotPanel):
 
     # ------------------------------------------------------------------ the window
 
-    def _show_lens(self, lens: LensPanel) -> None:
+    def _show_lens(self, lens: LensGrid) -> None:
         self._panel = lens
         count = len(lens.tokens)
         self._moving = True
@@ -161,11 +163,11 @@ class LogitLens(Asking, PlotPanel):
         result = self._result
         self.set_status("busy", f"asking for positions {start}..{stop - 1}")
         self._ask(
-            lambda: self.session.lens(result.prompt, start, stop, self.key, ablate=result.ablate),
+            lambda: self.session.lens(result.prompt, start, stop, key=self.key, ablate=result.ablate),
             lambda lens: self._window_landed(result, (start, stop), lens),
         )
 
-    def _window_landed(self, result: PromptResult, window: tuple, lens: LensPanel) -> None:
+    def _window_landed(self, result: PromptResult, window: tuple, lens: LensGrid) -> None:
         if result is not self._result or tuple(self.window.value) != window:
             return  # a newer prompt or window is on its way
         self._show_lens(lens)

@@ -12,9 +12,10 @@ from typing import Any, Callable
 
 import ipywidgets
 
-from ..session import Occlusion, Session
-from ..session.occlusion import MODES
-from .causal_figures import occlusion_figure
+from ..requests.occlusion import Occlusion
+from ..session import Session
+from ..requests.occlusion import MODES
+from ..figures.causal import occlusion_figure
 from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked
 

@@ -23,10 +23,11 @@ from typing import Any
 import ipywidgets
 import traitlets
 
-from ..session.intervention_results import SITES, PairLens, PatchResult
+from ..requests.sites import SITES
+from ..requests.patching import PairLens, PatchResult
 from .lifecycle import Asking, all_of, one_at_a_time
-from .figures import selection_shapes
-from .patch_figures import PAIR_NAMES, pair_figure, patch_figure
+from ..figures.common import selection_shapes
+from ..figures.patching import PAIR_NAMES, pair_figure, patch_figure
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from ..session import Session
 

@@ -13,9 +13,9 @@ import plotly.io as pio
 import traitlets
 
 from ..session import IDLE, State, Status
-from ..session.panels import PromptResult
-from .figure_transport import for_widget
-from .figures import PLOTLY_CONFIG
+from ..requests.prompt import PromptResult
+from ..figures.transport import for_widget
+from ..figures.common import PLOTLY_CONFIG
 from .lifecycle import OneAtATime, close_all, one_at_a_time
 
 #: The plotly template for each page theme (the module tree reports the page's).

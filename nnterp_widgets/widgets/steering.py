@@ -15,8 +15,9 @@ from typing import Any, Callable
 
 import ipywidgets
 
-from ..session import Session, SteerResult
-from .causal_figures import continuations_html
+from ..session import Session
+from ..requests.steering import SteerResult
+from ..figures.causal import continuations_html
 from .lifecycle import Asking, close_all, one_at_a_time
 
 __all__ = ["SteerPanel"]

@@ -9,7 +9,8 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ..session import IDLE, PromptResult, Session, State, Status
+from ..session import IDLE, Session, State, Status
+from ..requests.prompt import PromptResult
 from .assets import MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
 from .lifecycle import Asking, one_at_a_time
 
@@ -69,7 +70,7 @@ class ModuleTree(Asking, anywidget.AnyWidget):
             self.session.on_described(lambda: self._kernel.call(self._on_described))
         if not self.session.ready:
             self.set_status(State.BUSY, STARTING)
-            self.session.on_ready(lambda future: self._kernel.call(self._on_ready, future))
+            self.session.on_ready(lambda: self._kernel.call(self._on_ready))
         if prompt is not None:
             self.run(prompt)
 
@@ -77,11 +78,11 @@ class ModuleTree(Asking, anywidget.AnyWidget):
         if not self._closed and self.result is None and not self.tree:
             self.tree = self.session.tree()
 
-    def _on_ready(self, future) -> None:
+    def _on_ready(self) -> None:
         if self._closed:
             return
-        if future.exception() is not None:
-            self.set_status("error", f"the engine failed to start: {future.exception()}")
+        if self.session.start_error is not None:
+            self.set_status("error", f"the engine failed to start: {self.session.start_error}")
         elif self.result is None:
             if not self.prompt_tokens:
                 self.tree = self.session.tree()
@@ -162,7 +163,7 @@ class ModuleTree(Asking, anywidget.AnyWidget):
             return
         self.set_status(State.BUSY, "previewing the value")
         self._ask(
-            lambda: self.session.value(result.prompt, selected, self._key, ablate=result.ablate),
+            lambda: self.session.value(result.prompt, selected, key=self._key, ablate=result.ablate),
             lambda summary: self._preview_landed(result, summary),
         )
 

@@ -26,7 +26,7 @@ import pytest
 from browser_support import REPO, SHOTS
 import test_jupyterlab_tour as tour
 from test_jupyterlab_tour import CHIPS_JS, LENS_AXIS_JS, Page, _cell_errors, _kernel_json, _plots, _shot
-from nnterp_widgets.widgets.tokens import show_token
+from nnterp_widgets.figures.tokens import show_token
 
 # The tour's JupyterLab server and Chromium, as this module's own fixtures.
 lab, context = tour.lab, tour.context

@@ -15,7 +15,7 @@ import pytest
 from browser_support import require_browser
 from conftest import TOKEN_CASES
 from nnterp_widgets.widgets.export import export_html
-from nnterp_widgets.widgets.figures import escape_token
+from nnterp_widgets.figures.common import escape_token
 from test_export import REASON, synthetic_result, synthetic_tree
 
 require_browser()

@@ -21,7 +21,7 @@ import time
 import pytest
 
 from browser_support import require_browser
-from nnterp_widgets.widgets.tokens import show_token
+from nnterp_widgets.figures.tokens import show_token
 import test_jupyterlab_tour as tour
 from test_jupyterlab_tour import KERNEL_EXEC_JS, PLOTS_JS, RUN_ALL_S, STEP_MS, Page, _cell_errors
 

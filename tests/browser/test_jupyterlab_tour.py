@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from browser_support import CHROME_ARGS, CHROMIUM, CONTRAST_JS, REPO, SHOTS, require_browser
-from nnterp_widgets.widgets.tokens import show_token
+from nnterp_widgets.figures.tokens import show_token
 
 sync_api = require_browser()
 psutil = pytest.importorskip("psutil", reason="psutil not installed (pip install -e '.[test]')")

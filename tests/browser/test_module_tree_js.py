@@ -30,7 +30,7 @@ import pytest
 from browser_support import CONTRAST_JS, SHOTS, require_browser
 from conftest import TOKEN_CASES
 from nnterp_widgets.widgets.assets import MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
-from nnterp_widgets.widgets.tokens import show_token
+from nnterp_widgets.figures.tokens import show_token
 
 sync_api = require_browser()
 

@@ -15,16 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-from ..session.generation import MODES, GenerationResult, LensModes
-from .figures import (
-    CELL_TEXT_CHARS,
-    COLORSCALE,
-    MAX_TICK_LABELS,
-    PROBABILITY_FORMAT,
-    escape_token,
-    lens_figure,
-    lens_layout,
-)
+from ..requests.generation import MODES, GenerationResult, LensModes
+from .common import CELL_TEXT_CHARS, COLORSCALE, MAX_TICK_LABELS, PROBABILITY_FORMAT, escape_token
+from .lens import lens_figure, lens_layout
 
 __all__ = ["MODE_STYLES", "STEP_AXIS", "ModeStyle", "generation_lens_figure", "lens_mode_figure"]
 

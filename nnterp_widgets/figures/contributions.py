@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
-from ..session.contributions import Contributions
-from .figures import escape_token, tick_positions
+from ..requests.contributions import Contributions
+from .common import escape_token, tick_positions
 
 __all__ = ["RoutePicture", "contribution_figure", "route_picture"]
 

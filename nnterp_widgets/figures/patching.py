@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..session.intervention_results import PairLens, PatchResult
-from .figures import FIGURE_WIDTH, token_axis, escape_token, selection_shapes
+from ..requests.patching import PairLens, PatchResult
+from .common import FIGURE_WIDTH, token_axis, escape_token, selection_shapes
 
 __all__ = ["PAIR_NAMES", "EFFECT_COLORSCALE", "pair_figure", "patch_figure"]
 

@@ -1,103 +1,39 @@
-"""The panels' data: plain immutable objects built from the session's engine requests.
+"""One layer's attention pattern: `AttentionPattern` and its requests (a layer, a zoom
+window, one query's row).
 
-Each panel renders one of these and nothing else, so every number a widget shows can
-be tested here without a browser. Arrays are numpy, on the CPU; token text is data (a
-widget renders it as text, never as markup).
+The pattern never exists in vLLM (its kernel fuses it): the engine recomputes it from
+the step's queries and keys. A request ships it quantised to one byte a cell, max-pooled
+to at most `PATTERN_SIDE` cells a side on a longer prompt, with per-head thumbnails::
+
+    pattern = run_attention(model, text, layer=3)
+    pattern.pattern[head]                # [rows, cols] float32, as shipped
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
+import torch
+
+from .common import (
+    MAX_RESULT_BYTES,
+    RequestRefused,
+    Tokens,
+    ablate_block,
+    check_ablate,
+    check_prompt,
+    check_size,
+    described,
+    to_numpy,
+    tokens_of,
+)
+
 
 #: A quantised pattern's cell is ``round(p * QUANT)`` in a uint8 (error at most 1/510).
 QUANT = 255
-
-
-@dataclass(frozen=True)
-class Tokens:
-    """A prompt's tokens: ids and their decoded text, one entry per position."""
-
-    ids: tuple[int, ...]
-    texts: tuple[str, ...]
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def labels(self) -> list[str]:
-        """One label per position, distinct even where the text repeats (``"in·4"``)."""
-        return [f"{text}·{index}" for index, text in enumerate(self.texts)]
-
-
-@dataclass(frozen=True)
-class ValueSummary:
-    """One standard value for a prompt, as the module tree previews it.
-
-    ``preview`` is a small ``[rows, cols]`` float32 slice with token positions on the
-    rows (``row_tokens`` says which), enough to see a value without shipping it whole.
-    """
-
-    id: str
-    shape: tuple[int, ...]
-    dtype: str
-    stats: dict
-    preview: np.ndarray
-    row_tokens: tuple[int, ...]
-    total_cols: int
-
-
-@dataclass(frozen=True)
-class LensPanel:
-    """The logit lens over a window of positions: the top-k of ``project_on_vocab``.
-
-    ``top_ids`` / ``top_probs`` are ``[layers, window, k]`` for positions ``start ..
-    start + window - 1``; ``top_texts`` the tokens' text. ``model_top_ids`` /
-    ``model_top_probs`` are the model's own prediction (its logits) at the last
-    position, which the last row's cell there equals (when the window holds it).
-    """
-
-    tokens: Tokens
-    top_ids: np.ndarray
-    top_probs: np.ndarray
-    top_texts: tuple[tuple[tuple[str, ...], ...], ...]
-    model_top_ids: np.ndarray
-    model_top_probs: np.ndarray
-    #: The first position of the window.
-    start: int = 0
-
-    def __post_init__(self) -> None:
-        layers, window, _ = self.top_probs.shape
-        if self.top_ids.shape != self.top_probs.shape:
-            raise ValueError(f"top_ids {self.top_ids.shape} and top_probs {self.top_probs.shape} differ")
-        if not 0 <= self.start <= self.start + window <= len(self.tokens):
-            raise ValueError(f"a lens window of {window} at {self.start} does not fit {len(self.tokens)} tokens")
-
-    @property
-    def num_layers(self) -> int:
-        return int(self.top_ids.shape[0])
-
-    @property
-    def stop(self) -> int:
-        """One past the window's last position."""
-        return self.start + int(self.top_ids.shape[1])
-
-    @property
-    def positions(self) -> range:
-        return range(self.start, self.stop)
-
-    @property
-    def layer_labels(self) -> list[str]:
-        return [f"layers[{i}]" for i in range(self.num_layers)]
-
-    def top1_probs(self) -> np.ndarray:
-        """``[layers, window]``: the colour of each cell."""
-        return self.top_probs[..., 0]
-
-    def top1_texts(self) -> list[list[str]]:
-        return [[cell[0] for cell in row] for row in self.top_texts]
 
 
 def mean_pool(matrix: np.ndarray, max_side: int) -> np.ndarray:
@@ -124,6 +60,8 @@ def mean_pool(matrix: np.ndarray, max_side: int) -> np.ndarray:
 
 #: A head's thumbnail is at most this many cells a side.
 THUMBNAIL_SIDE = 64
+
+
 #: A shipped pattern is at most this many cells a side: a prompt of up to this many
 #: tokens ships every cell; a longer one ships each head max-pooled in square blocks of
 #: ``ceil(tokens / PATTERN_SIDE)`` tokens (what a heatmap can draw), and a zoom ships a
@@ -139,7 +77,7 @@ def pattern_block(tokens: int, side: int = PATTERN_SIDE) -> int:
 
 
 @dataclass(frozen=True)
-class AttentionPanel:
+class AttentionPattern:
     """One layer's prefill ``attention_probabilities``, as shipped.
 
     ``quantized`` is ``[heads, rows, cols]`` uint8, ``round(p * 255)`` (one byte a cell).
@@ -193,7 +131,7 @@ class AttentionPanel:
             )
 
     @classmethod
-    def from_probabilities(cls, tokens: Tokens, layer: int, num_layers: int, pattern: np.ndarray) -> "AttentionPanel":
+    def from_probabilities(cls, tokens: Tokens, layer: int, num_layers: int, pattern: np.ndarray) -> "AttentionPattern":
         """A panel of exact cells from float probabilities ``[heads, query, key]`` (quantised and pooled here)."""
         pattern = np.asarray(pattern, dtype=np.float32)
         quantized = np.rint(pattern * QUANT).astype(np.uint8)
@@ -287,35 +225,134 @@ class AttentionPanel:
         return int(self.quantized.nbytes + self.thumbnails.nbytes)
 
 
-@dataclass(frozen=True)
-class PromptResult:
-    """What one prompt request gave: what the explorer paints first.
+def pattern_layers(model) -> tuple[int, ...]:
+    """The layers whose pattern the engine serves."""
+    return tuple(v.layer for v in described(model) if v.name == "attention_probabilities" and v.available)
 
-    The tokens, the lens over a window of positions (the model's own prediction
-    included), the shown layer's pattern, and the standard values' shapes for this
-    prompt (from the engine's description). Other layers, lens windows and value
-    previews are further requests (see `Session`).
+
+def check_layer(model, layer: int) -> None:
+    layers = pattern_layers(model)
+    if layer not in layers:
+        span = f"layers {layers[0]}..{layers[-1]}" if layers else "no layer (this family serves no pattern)"
+        raise RequestRefused(f"no attention pattern for layer {layer}: this model has a pattern on {span}")
+
+
+def pattern_bytes(heads: int, tokens: int, side: int = PATTERN_SIDE, window: tuple | None = None) -> int:
+    """What one layer's shipped pattern (quantised, pooled to ``side`` cells a side, or a
+    ``side``-wide ``window`` from ``(query_start, key_start)``) and its thumbnails weigh."""
+    if window is None:
+        rows = cols = math.ceil(tokens / pattern_block(tokens, side))
+    else:
+        rows, cols = (min(side, tokens - start) for start in window)
+    thumb = min(tokens, THUMBNAIL_SIDE)
+    return heads * rows * cols + heads * thumb * thumb * 4
+
+
+def check_window(tokens: int, window) -> tuple[int, int]:
+    """``window`` as ``(query_start, key_start)`` inside a ``tokens``-token prompt."""
+    try:
+        query, key = (int(n) for n in window)
+    except (TypeError, ValueError):
+        raise RequestRefused(f"a pattern window is (query_start, key_start); got {window!r}") from None
+    if not (0 <= query < tokens and 0 <= key < tokens):
+        raise RequestRefused(f"pattern window ({query}, {key}) is outside this prompt's positions 0..{tokens - 1}")
+    return query, key
+
+
+def pattern_payload(
+    probabilities: torch.Tensor, block: int = 1, window: tuple | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[1, heads, q, k]`` probabilities -> (uint8 ``round(p * 255)`` cells, pooled thumbnails), on the CPU.
+
+    The cells: every one (``block == 1``), each ``block``-token square's maximum, or the
+    exact ones in ``window`` ``(q0, q1, k0, k1)``; pooled and cut on the engine's device,
+    so only what is shipped leaves it.
     """
+    pattern = probabilities[0].float()
+    if window is not None:
+        q0, q1, k0, k1 = window
+        cells = pattern[:, q0:q1, k0:k1]
+    elif block > 1:
+        # ceil_mode with no padding: a last, narrower block is the maximum of what it holds.
+        cells = torch.nn.functional.max_pool2d(pattern, block, block, ceil_mode=True)
+    else:
+        cells = pattern
+    quantized = (cells * 255).round_().to(torch.uint8).cpu()
+    rows, cols = pattern.shape[-2:]
+    block = (-(-rows // THUMBNAIL_SIDE), -(-cols // THUMBNAIL_SIDE))
+    # ceil_mode with no padding averages a last, narrower block over what it holds
+    # (as panels.mean_pool does).
+    thumbnails = torch.nn.functional.avg_pool2d(pattern.unsqueeze(0), block, block, ceil_mode=True)[0]
+    return quantized, thumbnails.cpu()
 
-    prompt: str
-    tokens: Tokens
-    lens: LensPanel
-    #: The shown layer's pattern; ``None`` where the family serves none.
-    attention: AttentionPanel | None = None
-    #: The layers a pattern can be asked for (those serving ``attention_probabilities``).
-    pattern_layers: tuple[int, ...] = ()
-    #: Value id -> shape for this prompt (``None`` where unknown or not served).
-    shapes: dict = field(default_factory=dict)
-    #: Heads ablated for this prompt, ``((layer, head), ...)``.
-    ablate: tuple = ()
-    #: Bytes of the arrays the engine returned.
-    nbytes: int = 0
-    #: With heads ablated: the ablated run against the clean one (an `AblationDelta`,
-    #: from a second invoke of the same trace); else None.
-    ablation: Any = None
 
-    @property
-    def patterns(self) -> dict:
-        """``{layer: [heads, rows, cols] float32}`` of the layer this result holds (its
-        cells as shipped: block maxima past `PATTERN_SIDE` tokens)."""
-        return {} if self.attention is None else {self.attention.layer: self.attention.pattern}
+def run_attention(
+    model,
+    prompt: str,
+    layer: int,
+    *,
+    window: Any = None,
+    ablate: Sequence = (),
+    max_bytes: int = MAX_RESULT_BYTES,
+    side: int = PATTERN_SIDE,
+) -> AttentionPattern:
+    """Layer ``layer``'s pattern for ``prompt``: one trace.
+
+    ``window=None``: the whole pattern as the prompt request ships it (a layer switch);
+    ``window=(query_start, key_start)``: the exact cells of at most ``side`` queries and
+    keys from there (a zoom).
+    """
+    ids, heads, layer = _pattern_inputs(model, prompt, layer, ablate)
+    count = len(ids)
+    origin = None if window is None else check_window(count, window)
+    check_size(pattern_bytes(model.num_heads, count, side, origin), max_bytes, "shorten the prompt")
+    block, cut = pattern_block(count, side), None
+    if origin is not None:
+        block, (q0, k0) = 1, origin
+        cut = (q0, min(count, q0 + side), k0, min(count, k0 + side))
+    return _pattern_request(model, ids, layer, heads, block, cut, origin or (0, 0))
+
+
+def run_attention_row(
+    model, prompt: str, layer: int, query: int, *, ablate: Sequence = (), max_bytes: int = MAX_RESULT_BYTES
+) -> AttentionPattern:
+    """Query ``query``'s exact weights over every key, in every head of layer ``layer``:
+    one trace, a one-row window (the token view of a prompt past the pattern side, whose
+    shipped pattern is pooled)."""
+    ids, heads, layer = _pattern_inputs(model, prompt, layer, ablate)
+    count = len(ids)
+    query, _ = check_window(count, (query, 0))
+    thumb = min(count, THUMBNAIL_SIDE)
+    check_size(model.num_heads * (count + thumb * thumb * 4), max_bytes, "shorten the prompt")
+    return _pattern_request(model, ids, layer, heads, 1, (query, query + 1, 0, count), (query, 0))
+
+
+def _pattern_inputs(model, prompt: str, layer: Any, ablate: Sequence) -> tuple:
+    """A pattern request's checked inputs: the prompt's ids, the ablated heads, the layer."""
+    ids = check_prompt(model, prompt)
+    heads = check_ablate(model, ablate)
+    layer = int(layer)
+    check_layer(model, layer)
+    return ids, heads, layer
+
+
+def _pattern_request(model, ids, layer: int, heads: tuple, block: int, cut, origin: tuple) -> AttentionPattern:
+    """One trace reading layer ``layer``'s pattern, pooled in ``block`` s or ``cut`` to a
+    window, with ``heads`` ablated in the layers before it."""
+    with model.trace(ids, temperature=0.0, max_tokens=1):
+        out = dict().save()
+        out["input_ids"] = model.input_ids[0].cpu()
+        for index in range(layer):
+            ablate_block(model, heads, index)
+        out["pattern"] = pattern_payload(model.layers[layer].self_attn.attention_probabilities, block, cut)
+    tokens = tokens_of(model, out["input_ids"])
+    return attention_pattern(tokens, layer, model.num_layers, out["pattern"], block, origin)
+
+
+def attention_pattern(
+    tokens: Tokens, layer: int, num_layers: int, payload: tuple, block: int = 1, origin: tuple = (0, 0)
+) -> AttentionPattern:
+    quantized, thumbnails = payload
+    return AttentionPattern(
+        tokens, layer, num_layers, to_numpy(quantized, np.uint8), to_numpy(thumbnails, np.float32), block, *origin
+    )

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from ..engine import module_of
-from .interventions import InterventionError
-from .panels import Tokens
-from .prompt_requests import check_prompt, one_token, tokens_of
+from .sites import InterventionError
+from .common import Tokens
+from .common import check_prompt, one_token, tokens_of
 
 #: Why a family's heads cannot be split here: their contribution is a norm's output.
 POST_NORM = (

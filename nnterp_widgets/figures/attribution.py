@@ -15,9 +15,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..session.attribution import Attribution
-from .figures import escape_token
-from .patch_figures import EFFECT_COLORSCALE
+from ..requests.attribution import Attribution
+from .common import escape_token
+from .patching import EFFECT_COLORSCALE
 
 __all__ = ["BLOCK_COLUMNS", "attribution_figure"]
 

@@ -33,8 +33,8 @@ import torch
 
 from ..engine import module_of
 from .attribution import heads_reason, out_projection, per_head
-from .panels import Tokens
-from .prompt_requests import check_prompt, tokens_of
+from .common import Tokens
+from .common import check_prompt, tokens_of
 
 #: The smallest attention share returned (the graph view's lowest threshold).
 FLOOR = 0.01
@@ -264,7 +264,7 @@ def contributions(model, text: str, floor: float = FLOOR) -> Contributions:
     Raises:
         InterventionError: where the family's heads cannot be split (the reason).
     """
-    from .interventions import InterventionError
+    from .sites import InterventionError
 
     check_prompt(model, text)
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 < floor <= 1:

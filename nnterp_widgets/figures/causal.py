@@ -15,11 +15,11 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from ..session.branching import BranchResult
-from ..session.occlusion import Occlusion
-from ..session.steering import SteerResult
-from .figures import escape_token
-from .patch_figures import EFFECT_COLORSCALE
+from ..requests.branching import BranchResult
+from ..requests.occlusion import Occlusion
+from ..requests.steering import SteerResult
+from .common import escape_token
+from .patching import EFFECT_COLORSCALE
 from .tokens import show_token
 
 __all__ = ["branch_html", "continuations_html", "occlusion_figure"]

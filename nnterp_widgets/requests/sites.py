@@ -1,7 +1,8 @@
-"""Which heads to ablate, checked, and their ablation inside a trace.
+"""Where an intervention acts, checked: the sites a sweep patches, the heads a request
+ablates, and their ablation inside a trace.
 
-Shared by the prompt request (`prompt_requests`, which ablates block by block between its reads)
-and the interventions (`interventions`), so neither imports the other for it::
+Shared by every request that ablates or patches (the prompt's, the patching sweep, the
+attribution), so none imports another for it::
 
     heads = check_heads(model, [(3, 1), (5, 0)])     # before the trace: clear errors
     with model.trace(text, temperature=0.0, max_tokens=1):
@@ -13,13 +14,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from .intervention_results import SITES
+
+#: Where a sweep patches, and what its map's columns are.
+POSITION_SITES = ("layer_output", "attention_output", "mlp_output")
+
+
+HEAD_SITES = ("attention_head_outputs",)
+
+
+SITES = POSITION_SITES + HEAD_SITES
+
 
 HEADS_NOT_PAIRS = "ablate takes (layer, head) pairs of integers, got {item!r}"
+
+
 LAYER_OUT_OF_RANGE = "layer {layer} is out of range: this model has layers 0..{last}"
+
+
 HEAD_OUT_OF_RANGE = "head {head} is out of range: each layer has heads 0..{last}"
+
+
 UNKNOWN_SITE = "unknown site {site!r}; the sites are {sites}"
+
+
 SITE_UNAVAILABLE = "{site} is not available on this model: {reason}"
+
 
 SITE_HOST = {
     "layer_output": "",

@@ -4,7 +4,7 @@
     result.tokens                  # the prompt's tokens, then the generated ones
     result.steps[0].availability   # the prefill: the pattern is served
     result.steps[1].availability["self_attn.attention_probabilities"]  # the decode reason
-    result.lens                    # a LensPanel: layers x steps, a step's column per token
+    result.lens                    # a LensGrid: layers x steps, a step's column per token
     result.modes                   # LensModes of the same columns (entropy; a target's
                                    # probability and rank when ``target=`` was given)
     modes = session.follow("The Eiffel Tower is in", " Paris").result()  # the prompt's
@@ -26,8 +26,9 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
-from .panels import LensPanel, Tokens
-from .prompt_requests import LENS_K, ProbeError, check_prompt, one_token, texts_of, token_text, tokens_of
+from .lens import LensGrid
+from .common import Tokens
+from .common import LENS_K, RequestRefused, check_prompt, one_token, texts_of, token_text, tokens_of
 
 #: Tokens a generation writes unless told otherwise.
 GENERATE_TOKENS = 8
@@ -63,7 +64,7 @@ IDS_OUT_OF_VOCAB = "the prompt's token id {id} is outside the vocabulary (ids 0.
 IDS_TOO_LONG = "the prompt is {count} tokens, and this engine takes at most {most} (max_model_len={limit})"
 
 
-class GenerationError(ProbeError):
+class GenerationError(RequestRefused):
     """A generation the engine cannot take (bad length, bad target): said before any request."""
 
 
@@ -211,7 +212,7 @@ class GenerationResult:
     """One generation: the prompt, what each step wrote and what the lens saw.
 
     ``tokens`` is the prompt's tokens then the generated ones (``prompt_length`` of the
-    first). ``lens`` is a `LensPanel` whose columns are the steps (labelled with the
+    first). ``lens`` is a `LensGrid` whose columns are the steps (labelled with the
     token each wrote); ``modes`` the same columns' `LensModes`.
     """
 
@@ -262,11 +263,11 @@ class GenerationResult:
         return self.steps[index]
 
     @property
-    def lens(self) -> LensPanel:
+    def lens(self) -> LensGrid:
         """The lens with one column per step (``[layers, steps, k]``), each column
         labelled with the token its step wrote; the model's top-k is the last step's."""
         last = self.steps[-1]
-        return LensPanel(
+        return LensGrid(
             tokens=self.generated,
             top_ids=np.stack([s.lens_ids for s in self.steps], axis=1),
             top_probs=np.stack([s.lens_probs for s in self.steps], axis=1),

@@ -30,8 +30,8 @@ from .generation import (
     sampling_settings,
     step_reads,
 )
-from .ablation import LAYER_OUT_OF_RANGE
-from .prompt_requests import LENS_K, check_prompt
+from .sites import LAYER_OUT_OF_RANGE
+from .common import LENS_K, check_prompt
 
 VECTOR_WIDTH = "the steering vector has {got} numbers; this model's stream has {want} (hidden_size)"
 VECTOR_NOT_FINITE = "the steering vector holds a value that is not finite (NaN or infinity)"

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .panels import Tokens
-from .prompt_requests import ProbeError, check_prompt, pattern_layers, tokens_of
+from .common import Tokens
+from .common import RequestRefused, check_prompt, tokens_of
+from .attention import pattern_layers
 
 #: A head's roles, each the mean of one kind of weight over the prompt's queries.
 #: ``previous``: on the token just before the query (queries from position 2, so that
@@ -72,7 +73,7 @@ def head_roles(model, text: str) -> HeadRoles:
     """One request: every served layer's pattern of ``text``, reduced to `HeadRoles`."""
     ids = check_prompt(model, text)
     if len(ids) < 3:
-        raise ProbeError(TOO_SHORT.format(text=text, count=len(ids)))
+        raise RequestRefused(TOO_SHORT.format(text=text, count=len(ids)))
     layers = pattern_layers(model)
     with model.trace(text, temperature=0.0, max_tokens=1):
         out = dict().save()

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from .interventions import InterventionError
-from .panels import Tokens
-from .prompt_requests import check_prompt, one_token, tokens_of
+from .common import Tokens, check_prompt, one_token, tokens_of
+from .progress import NO_PROGRESS, Progress
+from .sites import InterventionError
 
 #: The text whose token replaces an occluded one: a single space carries no content.
 NEUTRAL = " "
@@ -87,7 +87,7 @@ def variants(ids: list[int], mode: str, neutral: int | None) -> list[list[int]]:
     return [ids[:i] + [neutral] + ids[i + 1 :] for i in range(len(ids))]
 
 
-def occlude(model, text: str, answer: Any, mode: str = "replace") -> Occlusion:
+def occlude(model, text: str, answer: Any, mode: str = "replace", progress: Progress = NO_PROGRESS) -> Occlusion:
     """Every position of ``text`` occluded in turn: the answer's logit and probability.
 
     Args:
@@ -95,6 +95,8 @@ def occlude(model, text: str, answer: Any, mode: str = "replace") -> Occlusion:
         text: the prompt; the answer is read at its last position.
         answer: a token's id or one token's text.
         mode: ``"replace"`` (by `neutral_token`) or ``"drop"``.
+        progress: told of each chunk's positions (`Progress`); its partial answer holds the
+            positions occluded so far, NaN at the others.
 
     Returns:
         An `Occlusion`.
@@ -107,29 +109,37 @@ def occlude(model, text: str, answer: Any, mode: str = "replace") -> Occlusion:
     answer_id, answer_text = one_token(model, answer, "answer", InterventionError)
     neutral, neutral_text = neutral_token(model) if mode == "replace" else (None, None)
     prompts = [ids] + variants(ids, mode, neutral)
+    tokens = tokens_of(model, ids)
     found: list = []
     requests = 0
+
+    def result() -> Occlusion:
+        values = np.full((len(prompts), 2), np.nan)
+        values[: len(found)] = [[float(logit), float(prob)] for logit, prob in found]
+        logits, probs = values[1:, 0].copy(), values[1:, 1].copy()
+        for array in (logits, probs):
+            array.setflags(write=False)
+        return Occlusion(
+            text=text,
+            tokens=tokens,
+            answer=answer_id,
+            answer_text=answer_text,
+            mode=mode,
+            neutral=neutral,
+            neutral_text=neutral_text,
+            clean_logit=float(values[0, 0]),
+            clean_prob=float(values[0, 1]),
+            logits=logits,
+            probs=probs,
+            requests=requests,
+        )
+
+    progress.start(len(prompts) - 1)
     for start in range(0, len(prompts), OCCLUDE_INVOKES):
         found.extend(_run(model, prompts[start : start + OCCLUDE_INVOKES], answer_id))
         requests += 1
-    values = np.array([[float(logit), float(prob)] for logit, prob in found], dtype=np.float64)
-    logits, probs = values[1:, 0].copy(), values[1:, 1].copy()
-    for array in (logits, probs):
-        array.setflags(write=False)
-    return Occlusion(
-        text=text,
-        tokens=tokens_of(model, ids),
-        answer=answer_id,
-        answer_text=answer_text,
-        mode=mode,
-        neutral=neutral,
-        neutral_text=neutral_text,
-        clean_logit=float(values[0, 0]),
-        clean_prob=float(values[0, 1]),
-        logits=logits,
-        probs=probs,
-        requests=requests,
-    )
+        progress.advance(len(found) - 1, result)
+    return result()
 
 
 def _run(model, prompts: list[list[int]], answer: int) -> list:

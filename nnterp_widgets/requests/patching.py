@@ -1,4 +1,4 @@
-"""Interventions on the engine: head ablation, activation patching, a pair's lens.
+"""Activation patching and a pair's logit lens: `PatchResult`, `PairLens`, and their requests.
 
 Everything here takes a `StandardizedVLLM` and runs on the session's worker. Inputs are
 checked before any request, with the messages below.
@@ -32,50 +32,147 @@ layers' head outputs; a trace that reads each layer calls it per layer, as above
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from .intervention_results import (
-    HEAD_SITES,
-    SITES,
-    AblationDelta,
-    PairLens,
-    PatchResult,
-    ablation_delta,
-)
-from .ablation import (
-    SITE_HOST,
-    UNKNOWN_SITE,
-    InterventionError,
-    ablate_heads,
-    check_heads,
-    check_site,
-)
-from .panels import LensPanel
-from .prompt_requests import check_prompt, one_token, texts_of, tokens_of
+from .common import LENS_K, ONE_GREEDY_STEP, Tokens, check_prompt, one_token, texts_of, tokens_of
+from .lens import LensGrid
+from .progress import NO_PROGRESS, Progress
+from .sites import HEAD_SITES, POSITION_SITES, SITE_HOST, SITES, UNKNOWN_SITE, InterventionError, check_site
 
-#: One trace's sampling: the prefill and one sampled token, greedy.
-ONE_GREEDY_STEP = dict(temperature=0.0, max_tokens=1)
+
+def normalized_effect(patched: np.ndarray, clean: float, corrupted: float) -> np.ndarray:
+    """``(patched - corrupted) / (clean - corrupted)``: 1 where a patch restores the clean
+    metric, 0 where it changes nothing. float64, so a float32 metric loses nothing."""
+    patched = np.asarray(patched, dtype=np.float64)
+    return (patched - np.float64(corrupted)) / (np.float64(clean) - np.float64(corrupted))
+
+
+@dataclass(frozen=True)
+class PatchResult:
+    """One sweep: the clean run's value at ``site`` patched into the corrupted run, one
+    cell at a time.
+
+    ``patched[layer, column]`` is the metric, logit(answer) - logit(foil) at the last
+    position, of the corrupted run with that cell patched; a column is a position, or a
+    head for ``attention_head_outputs`` (all positions of that head). ``clean_metric``
+    and ``corrupted_metric`` come from the request that read the clean values, so
+    `effect` is exactly 1 and 0 at them. ``requests``: engine requests (traces) the
+    sweep took.
+    """
+
+    site: str
+    clean: Tokens
+    corrupted: Tokens
+    answer: int
+    foil: int
+    answer_text: str
+    foil_text: str
+    clean_metric: float
+    corrupted_metric: float
+    patched: np.ndarray
+    requests: int
+
+    def __post_init__(self) -> None:
+        if self.site not in SITES:
+            raise ValueError(f"unknown site {self.site!r}; the sites are {', '.join(SITES)}")
+        if len(self.clean) != len(self.corrupted):
+            raise ValueError(
+                f"the clean prompt has {len(self.clean)} tokens and the corrupted one {len(self.corrupted)}"
+            )
+        patched = np.asarray(self.patched)
+        if patched.ndim != 2 or patched.shape[0] < 1:
+            raise ValueError(f"patched must be [layers, columns], got shape {patched.shape}")
+        if self.site in POSITION_SITES and patched.shape[1] != len(self.clean):
+            raise ValueError(f"patched has {patched.shape[1]} columns for {len(self.clean)} positions")
+        if np.isinf(patched).any():
+            raise ValueError("patched holds a value that is not finite (NaN marks a cell not patched yet)")
+        if self.clean_metric == self.corrupted_metric:
+            raise ValueError("the clean and corrupted metrics are equal: the effect is undefined")
+        object.__setattr__(self, "patched", np.ascontiguousarray(patched, dtype=np.float32))
+
+    @property
+    def per_head(self) -> bool:
+        return self.site in HEAD_SITES
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.patched.shape[0])
+
+    @property
+    def effect(self) -> np.ndarray:
+        """``[layers, columns]`` float64: (patched - corrupted) / (clean - corrupted)."""
+        return normalized_effect(self.patched, self.clean_metric, self.corrupted_metric)
+
+    @property
+    def end_points(self) -> tuple[float, float]:
+        """The effect of the clean and of the corrupted run: 1.0 and 0.0."""
+        ends = normalized_effect(
+            np.array([self.clean_metric, self.corrupted_metric]), self.clean_metric, self.corrupted_metric
+        )
+        return float(ends[0]), float(ends[1])
+
+    def column_labels(self) -> list[str]:
+        """Raw text per column: the clean prompt's tokens (a figure escapes them), or heads."""
+        if self.per_head:
+            return [f"head {h}" for h in range(self.patched.shape[1])]
+        return list(self.clean.texts)
+
+
+@dataclass(frozen=True)
+class PairLens:
+    """Two prompts of one token count, the lens of each and their difference.
+
+    ``first_diff`` / ``second_diff`` are ``[layers, positions]``: the lens's
+    logit(answer) - logit(foil) (``project_on_vocab`` of each layer's output);
+    `difference` is first - second.
+    """
+
+    first: LensGrid
+    second: LensGrid
+    answer: int
+    foil: int
+    answer_text: str
+    foil_text: str
+    first_diff: np.ndarray
+    second_diff: np.ndarray
+
+    def __post_init__(self) -> None:
+        want = self.first.top_ids.shape[:2]
+        for name in ("first_diff", "second_diff"):
+            value = np.asarray(getattr(self, name), dtype=np.float32)
+            if value.shape != want:
+                raise ValueError(f"{name} is {value.shape}, expected [layers, positions] {want}")
+            object.__setattr__(self, name, value)
+        if self.second.top_ids.shape[:2] != want:
+            raise ValueError(f"the two lenses differ in shape: {want} and {self.second.top_ids.shape[:2]}")
+
+    @property
+    def difference(self) -> np.ndarray:
+        return self.first_diff - self.second_diff
+
+
 #: Cells per patching request. Measured on the tiny checkpoint (CPU, 2 cores): an invoke
 #: costs about 26 ms alone, 7 ms each at 16 per trace, 6 ms at 64, 7 ms at 256; and
 #: each invoke ships its own copy of its locals, so chunks stay modest.
 PATCH_INVOKES = 64
-#: Top-k of each lens cell in a pair comparison.
-LENS_K = 5
+
 
 TOKEN_COUNTS = (
     "the clean prompt is {clean} tokens and the corrupted prompt {corrupted} tokens; "
     "patching needs the same number of tokens in both"
 )
+
+
 SAME_TOKEN = "the answer and the foil are the same token ({text!r}); their logit difference is always 0"
+
+
 NO_DIFFERENCE = (
     "the clean and corrupted prompts give the same logit({answer}) - logit({foil}) ({value:.6g}): "
     "there is nothing for a patch to restore"
 )
-
-
-# -- checks (client side, before any request) ------------------------------------------
 
 
 def check_pair(model, first: str, second: str, answer, foil):
@@ -89,9 +186,6 @@ def check_pair(model, first: str, second: str, answer, foil):
     if answer_token[0] == foil_token[0]:
         raise InterventionError(SAME_TOKEN.format(text=answer_token[1]))
     return first_ids, second_ids, answer_token, foil_token
-
-
-# -- inside a trace (run in the engine's worker) -------------------------------------
 
 
 def _site_host(model, site: str, layer: int):
@@ -112,23 +206,6 @@ def _patch_cell(host, site: str, column: int, value) -> None:
         target[:, :, column] = value
     else:
         target[:, column] = value
-
-
-# -- requests ---------------------------------------------------------------------------
-
-
-def ablation(model, text: str, heads, k: int = 5) -> AblationDelta:
-    """One request, two invokes (clean, ablated): the ablated run against the clean one."""
-    check_prompt(model, text)
-    chosen = check_heads(model, heads)
-    with model.trace(**ONE_GREEDY_STEP) as tracer:
-        out = dict().save()
-        with tracer.invoke(text):
-            out["clean"] = model.next_token_probs[0]
-        with tracer.invoke(text):
-            ablate_heads(model, chosen)
-            out["ablated"] = model.next_token_probs[0]
-    return ablation_delta(out["clean"].float().cpu(), out["ablated"].float().cpu(), chosen, k)
 
 
 def _read_clean(model, clean: str, corrupted: str, site: str, pair: list[int]):
@@ -172,12 +249,20 @@ def _metric(logits) -> float:
 
 
 def patch(
-    model, clean: str, corrupted: str, answer, foil, site: str = "layer_output", chunk: int = PATCH_INVOKES
+    model,
+    clean: str,
+    corrupted: str,
+    answer,
+    foil,
+    site: str = "layer_output",
+    chunk: int = PATCH_INVOKES,
+    progress: Progress = NO_PROGRESS,
 ) -> PatchResult:
     """Patch the clean run's ``site`` into the corrupted run, cell by cell: a `PatchResult`.
 
     A cell is (layer, position), or (layer, head) for ``attention_head_outputs`` (every
-    position of that head). Requests: 1 + ceil(cells / ``chunk``).
+    position of that head). Requests: 1 + ceil(cells / ``chunk``). ``progress`` is told
+    of each chunk's cells; its partial answer has NaN at the cells not yet patched.
     """
     if site not in SITES:
         raise InterventionError(UNKNOWN_SITE.format(site=site, sites=", ".join(SITES)))
@@ -195,8 +280,25 @@ def patch(
     columns = model.num_heads if site in HEAD_SITES else len(clean_ids)
     cells = [(layer, column) for layer in range(model.num_layers) for column in range(columns)]
     values = first["values"]
-    patched = np.empty(len(cells), dtype=np.float32)
+    patched = np.full(len(cells), np.nan, dtype=np.float32)
     requests = 1
+
+    def result() -> PatchResult:
+        return PatchResult(
+            site=site,
+            clean=tokens_of(model, clean_ids),
+            corrupted=tokens_of(model, corrupted_ids),
+            answer=answer_id,
+            foil=foil_id,
+            answer_text=answer_text,
+            foil_text=foil_text,
+            clean_metric=clean_metric,
+            corrupted_metric=corrupted_metric,
+            patched=patched.reshape(model.num_layers, columns).copy(),
+            requests=requests,
+        )
+
+    progress.start(len(cells))
     for start in range(0, len(cells), chunk):
         part = cells[start : start + chunk]
         slices = [
@@ -206,19 +308,8 @@ def patch(
         rows = _sweep(model, corrupted, site, pair, part, slices)
         requests += 1
         patched[start : start + len(part)] = [_metric(row) for row in rows]
-    return PatchResult(
-        site=site,
-        clean=tokens_of(model, clean_ids),
-        corrupted=tokens_of(model, corrupted_ids),
-        answer=answer_id,
-        foil=foil_id,
-        answer_text=answer_text,
-        foil_text=foil_text,
-        clean_metric=clean_metric,
-        corrupted_metric=corrupted_metric,
-        patched=patched.reshape(model.num_layers, columns),
-        requests=requests,
-    )
+        progress.advance(start + len(part), result)
+    return result()
 
 
 def patch_requests(model, prompt_tokens: int, site: str = "layer_output", chunk: int = PATCH_INVOKES) -> int:
@@ -239,11 +330,11 @@ def _lens_reads(model, pair: list[int], k: int, out: dict) -> None:
     out["model"] = (final.values, final.indices)
 
 
-def _lens_panel(model, ids, found: dict) -> LensPanel:
+def _lens_panel(model, ids, found: dict) -> LensGrid:
     top_ids = torch.stack(found["ids"]).cpu().numpy().astype(np.int64)
     texts = texts_of(model, top_ids)
     probs, model_ids = found["model"]
-    return LensPanel(
+    return LensGrid(
         tokens_of(model, ids),
         top_ids,
         torch.stack(found["probs"]).cpu().numpy().astype(np.float32),
@@ -280,17 +371,3 @@ def compare(model, first: str, second: str, answer, foil, k: int = LENS_K) -> Pa
         torch.stack(a["diff"]).cpu().numpy(),
         torch.stack(b["diff"]).cpu().numpy(),
     )
-
-
-__all__ = [
-    "ONE_GREEDY_STEP",
-    "PATCH_INVOKES",
-    "InterventionError",
-    "ablate_heads",
-    "ablation",
-    "check_heads",
-    "check_pair",
-    "compare",
-    "patch",
-    "patch_requests",
-]

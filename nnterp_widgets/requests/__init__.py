@@ -1,0 +1,93 @@
+"""The questions the engine answers: one module each, holding the engine-side function
+(it takes a `StandardizedVLLM` and runs on the session's worker) beside the result type
+it returns.
+
+    from nnterp_widgets.requests import run_prompt, PromptResult
+    result = run_prompt(model, "The Eiffel Tower is in the city of")   # on an engine
+
+A script asks through `Session` (`session.prompt(...)` is a `Job[PromptResult]`); these
+functions are what the session's worker runs. Results are immutable, hold numpy arrays
+on the CPU, and keep token text as data.
+"""
+
+from .ablation import AblationDelta, ablation
+from .attention import PATTERN_SIDE, AttentionPattern, run_attention, run_attention_row
+from .attribution import Attribution, attribute
+from .branching import BranchResult, branch
+from .common import MAX_RESULT_BYTES, RequestRefused, ResultTooLarge, Tokens, tokens_of
+from .contributions import FLOOR, THRESHOLD, Contributions, Route, contributions
+from .generation import (
+    GENERATE_TOKENS,
+    MODES,
+    TARGET_MODES,
+    GenerationError,
+    GenerationResult,
+    GenerationStep,
+    LensModes,
+    Target,
+    follow,
+    generate,
+)
+from .heads import HeadRoles, head_roles
+from .lens import LensGrid, run_lens
+from .occlusion import Occlusion, occlude
+from .patching import PairLens, PatchResult, compare, patch
+from .prompt import PromptResult, run_prompt
+from .sites import SITES, InterventionError
+from .steering import SteerResult, SteeringError, steer, steering_vector
+from .tree import build_tree
+from .values import ValueSummary, run_value
+
+__all__ = [
+    "FLOOR",
+    "GENERATE_TOKENS",
+    "MAX_RESULT_BYTES",
+    "MODES",
+    "PATTERN_SIDE",
+    "SITES",
+    "TARGET_MODES",
+    "THRESHOLD",
+    "AblationDelta",
+    "AttentionPattern",
+    "Attribution",
+    "BranchResult",
+    "Contributions",
+    "GenerationError",
+    "GenerationResult",
+    "GenerationStep",
+    "HeadRoles",
+    "InterventionError",
+    "LensGrid",
+    "LensModes",
+    "Occlusion",
+    "PairLens",
+    "PatchResult",
+    "PromptResult",
+    "RequestRefused",
+    "ResultTooLarge",
+    "Route",
+    "SteerResult",
+    "SteeringError",
+    "Target",
+    "Tokens",
+    "ValueSummary",
+    "ablation",
+    "attribute",
+    "branch",
+    "build_tree",
+    "compare",
+    "contributions",
+    "follow",
+    "generate",
+    "head_roles",
+    "occlude",
+    "patch",
+    "run_attention",
+    "run_attention_row",
+    "run_lens",
+    "run_prompt",
+    "run_value",
+    "steer",
+    "steering_vector",
+    "tokens_of",
+]

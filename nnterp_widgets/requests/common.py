@@ -1,0 +1,227 @@
+"""What every request shares: its limits, its refusals, its prompt and token checks, and
+the prompt's `Tokens`.
+
+A request is checked before it reaches the engine (`check_prompt`, `one_token`,
+`check_size`), refused with a `RequestRefused` that says what is accepted, and its
+tensors come back to the CPU inside the trace (`to_numpy`, `top_k`)::
+
+    ids = check_prompt(model, "The Eiffel Tower is in")
+    answer_id, answer_text = one_token(model, " Paris", "answer")
+"""
+
+from __future__ import annotations
+
+import numbers
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from .sites import ablate_heads, check_heads
+
+
+#: One trace's sampling: the prefill and one sampled token, greedy.
+ONE_GREEDY_STEP = dict(temperature=0.0, max_tokens=1)
+#: Top-k of each lens cell (hover) and of the model's own prediction.
+LENS_K = 5
+
+
+#: vLLM's engine sends a request's output as one msgspec message, limited to 4 GiB; past
+#: it the engine's output thread dies and the request hangs.
+MESSAGE_LIMIT = 4 << 30
+
+
+#: What one request may return: a quarter of the message limit, leaving room for the
+#: pickling around the saved values and anything else the step's message carries.
+MAX_RESULT_BYTES = MESSAGE_LIMIT // 4
+
+
+class RequestRefused(ValueError):
+    """A request the engine cannot take (an empty or too long prompt, a bad layer or
+    window, a result too large): said before any request reaches the engine."""
+
+
+class ResultTooLarge(RequestRefused):
+    """A request whose result would come near vLLM's message limit."""
+
+
+def check_prompt(model, prompt: str) -> list[int]:
+    """The prompt's token ids; a clear `RequestRefused` for one the engine cannot take."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise RequestRefused("the prompt is empty: type some text to explore")
+    ids = model.tokenizer(prompt)["input_ids"]
+    limit = model.max_model_len
+    if limit is not None and len(ids) >= limit:
+        raise RequestRefused(
+            f"the prompt is {len(ids)} tokens, and this engine takes at most {limit - 1} "
+            f"(max_model_len={limit}, less the token it predicts)"
+        )
+    return ids
+
+
+#: What `one_token` says of a token that is not one token; ``{role}`` names it ("answer", "target").
+TOKEN_EMPTY = "the {role} is empty: type one token's text, or give its id"
+
+
+NOT_ONE_TOKEN = "the {role} {text!r} is {count} tokens ({pieces}), not one: give exactly one token, or a token id"
+
+
+TOKEN_ID_RANGE = "the {role} token id {id} is outside the vocabulary (ids 0..{last})"
+
+
+NOT_A_TOKEN = "the {role} is a token's text (a str) or a token id (an int); got {kind}"
+
+
+def one_token(model, token: Any, role: str, error: type[ValueError] = RequestRefused) -> tuple[int, str]:
+    """``(id, text)`` of ``token``, its text or its id, which must be exactly one token.
+
+    Args:
+        model: the engine (its tokenizer and vocabulary size).
+        token: a token's text (a str) or id (an int).
+        role: what the token is for, named in the error ("answer", "target").
+        error: the error to raise: the asking feature's own (a `RequestRefused` by default).
+
+    Returns:
+        The token's id and its text.
+    """
+    tokenizer = model.tokenizer
+    if isinstance(token, str):
+        if token == "":
+            raise error(TOKEN_EMPTY.format(role=role))
+        ids = tokenizer(token, add_special_tokens=False)["input_ids"]
+        if len(ids) != 1:
+            pieces = " + ".join(repr(tokenizer.decode([i])) for i in ids)
+            raise error(NOT_ONE_TOKEN.format(role=role, text=token, count=len(ids), pieces=pieces))
+        token = ids[0]
+    elif isinstance(token, bool) or not isinstance(token, numbers.Integral):
+        raise error(NOT_A_TOKEN.format(role=role, kind=type(token).__name__))
+    elif not 0 <= int(token) < model.vocab_size:
+        raise error(TOKEN_ID_RANGE.format(role=role, id=int(token), last=model.vocab_size - 1))
+    return int(token), tokenizer.decode([int(token)])
+
+
+#: Each engine's value descriptions by prompt length, the last `DESCRIBED_KEPT` lengths:
+#: describing walks every value of every layer (18 ms for 32 layers on the H200's host),
+#: and an engine's values do not change. Kept here, not on the engine, which travels
+#: with every trace.
+_DESCRIBED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+DESCRIBED_KEPT = 8
+
+
+def described(model, tokens: int | None = None) -> tuple:
+    """``model.describe(tokens)``, kept per engine (`_DESCRIBED`)."""
+    try:
+        kept = _DESCRIBED.setdefault(model, {})
+    except TypeError:  # an engine that cannot be weakly referenced: described per call
+        return model.describe(tokens)
+    if tokens not in kept:
+        if len(kept) >= DESCRIBED_KEPT:
+            kept.pop(next(iter(kept)))
+        kept[tokens] = model.describe(tokens)
+    return kept[tokens]
+
+
+def check_size(estimate: int, limit: int, advice: str) -> None:
+    """Refuse, before running, a request whose result would be ``estimate`` bytes."""
+    if estimate > limit:
+        raise ResultTooLarge(
+            f"this request would return about {estimate / 2**20:,.1f} MiB, over the "
+            f"{limit / 2**20:,.1f} MiB one engine message may carry here (vLLM's limit is "
+            f"{MESSAGE_LIMIT / 2**30:.0f} GiB); {advice}. The engine is still serving."
+        )
+
+
+def check_ablate(model, ablate: Sequence) -> tuple[tuple[int, int], ...]:
+    """``ablate`` as sorted, distinct ``(layer, head)`` pairs, checked against the model."""
+    return check_heads(model, ablate) if ablate else ()
+
+
+#: Values of a block that its own heads' ablation cannot change (read before the heads'
+#: outputs exist), so a request reading them ablates that block after the read.
+BEFORE_HEAD_OUTPUTS = (
+    "layer_input",
+    "attention_queries",
+    "attention_keys",
+    "attention_values",
+    "attention_scores",
+    "attention_probabilities",
+    "attention_head_outputs",
+)
+
+
+def ablate_block(model, heads: tuple, layer: int) -> None:
+    """Zero ``heads``' outputs in block ``layer``: nnsight takes an invoke's reads and
+    writes in execution order, so ablation happens block by block between the reads."""
+    if any(index == layer for index, _ in heads):
+        ablate_heads(model, heads, layer=layer)
+
+
+def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax then top-k over the last axis, on the CPU."""
+    top = torch.softmax(logits.float(), dim=-1).topk(k, dim=-1)
+    return top.values.cpu(), top.indices.cpu()
+
+
+def to_numpy(tensor: Any, dtype) -> np.ndarray:
+    """A returned tensor as a numpy array, whatever device it came back on."""
+    if isinstance(tensor, torch.Tensor):
+        tensor = tensor.detach().cpu().numpy()
+    return np.asarray(tensor).astype(dtype, copy=False)
+
+
+#: Each tokenizer's decoded token texts, kept across requests: decoding a token one at a
+#: time costs microseconds, and a long prompt's thousands of them every request add up.
+_TEXTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def token_text(tokenizer) -> Callable[[int], str]:
+    """``text(id)``: one token's text, each decoded once per tokenizer (`_TEXTS`)."""
+    try:
+        known = _TEXTS.setdefault(tokenizer, {})
+    except TypeError:  # a tokenizer that cannot be weakly referenced: decoded per call
+        known = {}
+
+    def text(i: int) -> str:
+        found = known.get(i)
+        if found is None:
+            found = known[int(i)] = tokenizer.decode([int(i)])
+        return found
+
+    return text
+
+
+def texts_of(model, ids: Any) -> tuple:
+    """The token texts of an array of ids (a tensor, an array or nested lists), as nested
+    tuples of its shape: ``[layers, positions, k]`` ids -> a tuple of tuples of tuples."""
+    text = token_text(model.tokenizer)
+
+    def nest(items: list) -> tuple:
+        return tuple(nest(item) if isinstance(item, list) else text(item) for item in items)
+
+    return nest(to_numpy(ids, np.int64).tolist())
+
+
+def tokens_of(model, input_ids: Any) -> Tokens:
+    """The `Tokens` of ``input_ids`` (a tensor, an array or a list of ids)."""
+    ids = tuple(to_numpy(input_ids, np.int64).reshape(-1).tolist())
+    text = token_text(model.tokenizer)
+    return Tokens(ids, tuple(text(i) for i in ids))
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """A prompt's tokens: ids and their decoded text, one entry per position."""
+
+    ids: tuple[int, ...]
+    texts: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def labels(self) -> list[str]:
+        """One label per position, distinct even where the text repeats (``"in·4"``)."""
+        return [f"{text}·{index}" for index, text in enumerate(self.texts)]

@@ -1,0 +1,134 @@
+"""What the explorer paints first for a prompt, in one trace: `PromptResult`, `run_prompt`.
+
+The tokens, the model's top-k prediction, the logit lens over a window of positions
+(``project_on_vocab`` on those positions only), and the shown layer's pattern with its
+thumbnails; with heads ablated, a second invoke of the same trace runs the prompt clean::
+
+    result = run_prompt(model, "The Eiffel Tower is in the city of")
+    result.lens, result.attention, result.shapes
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .ablation import ablation_delta
+from .attention import (
+    PATTERN_SIDE,
+    AttentionPattern,
+    attention_pattern,
+    check_layer,
+    pattern_block,
+    pattern_bytes,
+    pattern_layers,
+    pattern_payload,
+)
+from .common import (
+    LENS_K,
+    MAX_RESULT_BYTES,
+    Tokens,
+    ablate_block,
+    check_ablate,
+    check_prompt,
+    check_size,
+    described,
+    tokens_of,
+    top_k,
+)
+from .lens import LensGrid, lens_bytes, lens_grid, lens_window
+
+
+@dataclass(frozen=True)
+class PromptResult:
+    """What one prompt request gave: what the explorer paints first.
+
+    The tokens, the lens over a window of positions (the model's own prediction
+    included), the shown layer's pattern, and the standard values' shapes for this
+    prompt (from the engine's description). Other layers, lens windows and value
+    previews are further requests (see `Session`).
+    """
+
+    prompt: str
+    tokens: Tokens
+    lens: LensGrid
+    #: The shown layer's pattern; ``None`` where the family serves none.
+    attention: AttentionPattern | None = None
+    #: The layers a pattern can be asked for (those serving ``attention_probabilities``).
+    pattern_layers: tuple[int, ...] = ()
+    #: Value id -> shape for this prompt (``None`` where unknown or not served).
+    shapes: dict = field(default_factory=dict)
+    #: Heads ablated for this prompt, ``((layer, head), ...)``.
+    ablate: tuple = ()
+    #: Bytes of the arrays the engine returned.
+    nbytes: int = 0
+    #: With heads ablated: the ablated run against the clean one (an `AblationDelta`,
+    #: from a second invoke of the same trace); else None.
+    ablation: Any = None
+
+    @property
+    def patterns(self) -> dict:
+        """``{layer: [heads, rows, cols] float32}`` of the layer this result holds (its
+        cells as shipped: block maxima past `PATTERN_SIDE` tokens)."""
+        return {} if self.attention is None else {self.attention.layer: self.attention.pattern}
+
+
+def run_prompt(
+    model,
+    prompt: str,
+    *,
+    layer: int | None = None,
+    window: Any = None,
+    ablate: Sequence = (),
+    k: int = LENS_K,
+    max_bytes: int = MAX_RESULT_BYTES,
+    side: int = PATTERN_SIDE,
+) -> PromptResult:
+    """What the explorer paints first, for ``prompt``: one trace.
+
+    ``layer``: the layer whose pattern comes with it (the first that has one by
+    default; max-pooled to ``side`` cells a side past ``side`` tokens); ``window``: the
+    lens's positions (see `lens_window`); ``ablate``: heads ``(layer, head)`` zeroed
+    before the reads, and then a second invoke of the same trace runs the prompt clean,
+    for the result's ``ablation`` (an `AblationDelta`).
+    """
+    ids = check_prompt(model, prompt)
+    heads = check_ablate(model, ablate)
+    count = len(ids)
+    start, stop = lens_window(count, window)
+    layers = pattern_layers(model)
+    shown = (layers[0] if layers else None) if layer is None else int(layer)
+    if shown is not None:
+        check_layer(model, shown)
+    num_layers, k = model.num_layers, int(k)
+    block = pattern_block(count, side)
+    estimate = lens_bytes(num_layers, stop - start, k) + count * 8
+    if shown is not None:
+        estimate += pattern_bytes(model.num_heads, count, side)
+    if heads:
+        estimate += 2 * 4 * model.vocab_size  # both runs' next-token probabilities
+    check_size(estimate, max_bytes, "shorten the prompt or narrow the lens window")
+    with model.trace(temperature=0.0, max_tokens=1) as tracer:
+        out = dict().save()
+        with tracer.invoke(ids):  # the prompt (tokenised once, here), with the heads ablated if any
+            out["input_ids"] = model.input_ids[0].cpu()
+            out["lens"] = []
+            for index in range(num_layers):
+                layer_block = model.layers[index]
+                if index == shown:
+                    out["pattern"] = pattern_payload(layer_block.self_attn.attention_probabilities, block)
+                ablate_block(model, heads, index)
+                out["lens"].append(top_k(model.project_on_vocab(layer_block.layer_output[0, start:stop]), k))
+            out["model_top"] = top_k(model.logits[0, -1], k)
+            if heads:
+                out["ablated"] = model.next_token_probs[0].float().cpu()
+        if heads:
+            with tracer.invoke(ids):  # the clean run: one more invoke, not one more request
+                out["clean"] = model.next_token_probs[0].float().cpu()
+    ablation = ablation_delta(out["clean"], out["ablated"], heads) if heads else None
+    tokens = tokens_of(model, out["input_ids"])  # the ids the check made: the engine was given them
+    lens = lens_grid(model, tokens, out["lens"], out["model_top"], start)
+    attention = attention_pattern(tokens, shown, num_layers, out["pattern"], block) if shown is not None else None
+    shapes = {value.id: value.shape for value in described(model, count)}
+    nbytes = lens.top_ids.nbytes + lens.top_probs.nbytes + (attention.nbytes if attention is not None else 0)
+    return PromptResult(prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8), ablation)

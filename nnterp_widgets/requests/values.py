@@ -1,0 +1,128 @@
+"""One standard value, summarised for the module tree's preview: `ValueSummary`, `run_value`.
+
+summary = run_value(model, text, "model.model.layers.0.mlp.mlp_output")
+summary.shape, summary.stats["max"], summary.preview   # [rows, cols] float32
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from .common import (
+    BEFORE_HEAD_OUTPUTS,
+    MAX_RESULT_BYTES,
+    RequestRefused,
+    ablate_block,
+    check_ablate,
+    check_prompt,
+    check_size,
+    described,
+    to_numpy,
+)
+
+
+@dataclass(frozen=True)
+class ValueSummary:
+    """One standard value for a prompt, as the module tree previews it.
+
+    ``preview`` is a small ``[rows, cols]`` float32 slice with token positions on the
+    rows (``row_tokens`` says which), enough to see a value without shipping it whole.
+    """
+
+    id: str
+    shape: tuple[int, ...]
+    dtype: str
+    stats: dict
+    preview: np.ndarray
+    row_tokens: tuple[int, ...]
+    total_cols: int
+
+
+#: Rows (token positions) and columns of a value's preview.
+PREVIEW_ROWS = 32
+
+
+PREVIEW_COLS = 16
+
+
+def summarize(value: Any, axis: int | None, rows: int = PREVIEW_ROWS, cols: int = PREVIEW_COLS) -> dict:
+    """Shape, dtype, stats and a ``[rows, cols]`` preview (token positions on the rows), on the CPU."""
+    if isinstance(value, torch.Size):
+        return {
+            "shape": [len(value)],
+            "dtype": "torch.Size",
+            "stats": {},
+            "preview": torch.tensor([list(value)], dtype=torch.float32),
+            "rows": [0],
+            "total": len(value),
+        }
+    tensor = value.detach()
+    as_float = tensor.float()
+    finite = as_float[torch.isfinite(as_float)]
+    stats = {
+        "min": float(finite.min()) if finite.numel() else None,
+        "max": float(finite.max()) if finite.numel() else None,
+        "mean": float(finite.mean()) if finite.numel() else None,
+        "norm": float(finite.norm()) if finite.numel() else None,
+    }
+    axis = 0 if axis is None else axis
+    flat = as_float.squeeze(0) if as_float.dim() > 1 and as_float.shape[0] == 1 and axis > 0 else as_float
+    token_axis = axis - 1 if flat.dim() < as_float.dim() else axis
+    if flat.dim() == 1:
+        flat = flat.unsqueeze(-1) if token_axis == 0 else flat.unsqueeze(0)
+    else:
+        flat = flat.movedim(token_axis, 0).reshape(flat.shape[token_axis], -1)
+    positions = flat.shape[0]
+    keep = list(range(min(rows, positions)))
+    if positions > rows:  # the first rows and the last one, which is the one predicting
+        keep = keep[:-1] + [positions - 1]
+    preview = flat[keep, :cols].masked_fill(~torch.isfinite(flat[keep, :cols]), 0.0)
+    return {
+        "shape": list(tensor.shape),
+        "dtype": str(tensor.dtype).replace("torch.", ""),
+        "stats": stats,
+        "preview": preview.contiguous().cpu(),
+        "rows": keep,
+        "total": int(flat.shape[1]),
+    }
+
+
+def run_value(
+    model, prompt: str, value_id: str, *, ablate: Sequence = (), max_bytes: int = MAX_RESULT_BYTES
+) -> ValueSummary:
+    """A summary of one standard value (``model.model.layers.0.mlp.mlp_output``) for ``prompt``."""
+    ids = check_prompt(model, prompt)
+    heads = check_ablate(model, ablate)
+    found = {value.id: value for value in described(model)}
+    value = found.get(value_id)
+    if value is None:
+        raise RequestRefused(f"no standard value {value_id!r} on this model")
+    if not value.available:
+        raise RequestRefused(f"{value.standard_path} is not served on this engine: {value.reason}")
+    check_size(PREVIEW_ROWS * PREVIEW_COLS * 4, max_bytes, "ask for a smaller preview")
+    host, name, axis = value.host(model), value.name, value.token_axis
+    # Blocks ablated before the read: those before the value's own, and its own too
+    # where the value comes after the heads' outputs (root values: every block).
+    if value.layer is None:
+        before = model.num_layers if name in ("logits", "next_token_probs") else 0
+    else:
+        before = value.layer + (name not in BEFORE_HEAD_OUTPUTS)
+    with model.trace(ids, temperature=0.0, max_tokens=1):
+        out = dict().save()
+        for index in range(before):
+            ablate_block(model, heads, index)
+        out["summary"] = summarize(getattr(host, name), axis)
+    found = out["summary"]
+    return ValueSummary(
+        id=value_id,
+        shape=tuple(found["shape"]),
+        dtype=found["dtype"],
+        stats=found["stats"],
+        preview=to_numpy(found["preview"], np.float32),
+        row_tokens=tuple(found["rows"]),
+        total_cols=found["total"],
+    )
