@@ -13,6 +13,8 @@ import re
 
 import numpy as np
 
+from nnterp_widgets.widgets.generation import BRANCH
+
 import devices
 import pytest
 
@@ -759,12 +761,7 @@ def test_a_branch_from_the_generation_view_is_shown_beside_the_original(session,
     assert token != view.result.steps[1].token
     view.branch_picker.value = token
     view.branch_button.click()
-    for _ in range(600):
-        if view.branch_result is not None:
-            break
-        import time
-
-        time.sleep(0.1)
+    view.wait(120, line=BRANCH)
     result = view.branch_result
     assert result is not None and result.step == 1 and result.forced == token
     assert html.escape(show_token(result.forced_text)) in view.branch_output.value

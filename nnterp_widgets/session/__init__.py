@@ -9,7 +9,7 @@ What each request computes, and the result types, are in `nnterp_widgets.request
 """
 
 from ..requests import RequestRefused, ResultTooLarge
-from .job import Job
+from .job import Job, resolved
 from .kernel_thread import KernelThread
 from .memory import MemoryRefused
 from .session import Session
@@ -29,4 +29,5 @@ __all__ = [
     "State",
     "Status",
     "Superseded",
+    "resolved",
 ]

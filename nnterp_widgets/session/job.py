@@ -37,6 +37,7 @@ class Job(Future, Progress, Generic[R]):
         self._partial: Callable[[], Any] | None = None
         self._watchers: list[Callable[[Job], None]] = []
         self.started_at: float | None = None
+        self._on_cancel: Callable[[], None] | None = None  # a chain's: cancels its running part
 
     # -- what the asker reads ----------------------------------------------------------
 
@@ -71,6 +72,11 @@ class Job(Future, Progress, Generic[R]):
         Returns:
             True if it is (or will be) cancelled; False if it had already finished.
         """
+        if self._on_cancel is not None and not self.done():
+            self._on_cancel()
+            if not self.done():
+                self.end_cancelled()
+            return True
         if super().cancel():
             return True
         if self.done():
@@ -82,6 +88,41 @@ class Job(Future, Progress, Generic[R]):
         """Call ``watcher(job)`` after each chunk (on the engine's thread); returns the unsubscribe."""
         self._watchers.append(watcher)
         return lambda: self._watchers.remove(watcher) if watcher in self._watchers else None
+
+    def then(self, next_job: Callable[[R], "Job"]) -> "Job":
+        """A job for what comes after this one: ``next_job(result)`` asks the next request
+        once this one is done (on the engine's thread), and the returned job ends as that
+        one does. An error, a cancel or a supersession of either ends it the same way;
+        cancelling it cancels whichever is running."""
+        chained: Job = Job(self.what)
+        chained.set_running_or_notify_cancel()
+        current: list[Future] = [self]
+
+        def cancel_current() -> None:
+            current[0].cancel()
+
+        chained._on_cancel = cancel_current
+
+        def relay(done: Future, last: bool) -> None:
+            if chained.done():
+                return
+            if done.cancelled():
+                chained.end_cancelled()
+            elif done.exception() is not None:
+                chained.set_exception(done.exception())
+            elif last:
+                chained.finish(done.result())
+            else:
+                try:
+                    following = next_job(done.result())
+                except Exception as error:  # noqa: BLE001 - e.g. Busy: the chain's error
+                    chained.set_exception(error)
+                    return
+                current[0] = following
+                following.add_done_callback(lambda job: relay(job, True))
+
+        self.add_done_callback(lambda job: relay(job, False))
+        return chained
 
     def show_progress(self) -> "Job[R]":
         """Draw a tqdm bar of this job's progress (text in a script, a widget in a notebook)."""

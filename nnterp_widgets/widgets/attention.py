@@ -22,7 +22,6 @@ message line says why.
 from __future__ import annotations
 
 import re
-import threading
 from functools import partial
 
 import ipywidgets
@@ -33,9 +32,12 @@ from ..requests.attention import PATTERN_SIDE, AttentionPattern
 from ..requests.prompt import PromptResult
 from .attention_text import AttentionText, text_view_state
 from ..figures.attention import GRID_WIDTH, attention_figure, attention_selection, head_grid_figure
-from .lifecycle import Asking, one_at_a_time, wait_shown
+from .lifecycle import MAIN, Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
-from ..session import Session, Superseded
+from ..session import Session
+
+#: The attention view's second line of requests: the token view's row of the selected query.
+ROW = "row"
 
 __all__ = ["AttentionView", "DECODE_STEP_PATTERN", "PREFILL_PATTERN", "ZOOM_SIDE"]
 
@@ -63,6 +65,9 @@ class AttentionView(Asking, PlotPanel):
     window of it (anything with ``attention(text, layer, key, ablate=..., window=..., side=...) ->
     Future``, a `Session`); ``key`` names this view's requests there.
     """
+
+    _shown = "_panel"
+    _asks_for = "pattern"
 
     layer = traitlets.Int(0)
     head = traitlets.Int(0)
@@ -119,9 +124,6 @@ class AttentionView(Asking, PlotPanel):
         #: ``(result, layer, query, panel)`` once landed; the newest request's future.
         self._query_row: tuple | None = None
         self._query_row_asked: tuple = (None, None, None)
-        self._query_row_future = None
-        self._query_row_shown = threading.Event()
-        self._query_row_shown.set()
         super().__init__(
             [
                 row(
@@ -207,7 +209,6 @@ class AttentionView(Asking, PlotPanel):
         self._zoomed = window
         self._render()
         self.set_status("idle", "")
-        self._idle.set()
 
     @property
     def layers(self) -> list[int]:
@@ -227,11 +228,6 @@ class AttentionView(Asking, PlotPanel):
         elsewhere; ``reason``: the engine's, when that step serves no pattern (a decode step)."""
         self.step_note.value = PREFILL_PATTERN if reason is None else DECODE_STEP_PATTERN.format(step=step)
         self.step_note.layout.display = "none" if reason is None else None
-
-    def wait(self, timeout: float | None = 300) -> AttentionPattern | None:
-        """Block until the asked-for layer is on screen (in a notebook cell too)."""
-        self._wait_shown(timeout, "pattern")
-        return self._panel
 
     def update(self, result: PromptResult) -> None:
         """Show a new prompt, keeping layer / head / selection where still valid, else clamping."""
@@ -316,6 +312,7 @@ class AttentionView(Asking, PlotPanel):
         result = self._result
         self._notes = list(notes or [])  # shown with the panel, when it lands
         if result.attention is not None and result.attention.layer == layer:
+            self._ask_nothing()  # shown from the prompt's answer: an older layer on its way is not
             self._show_panel(result, layer, result.attention)
             return
         self.set_status("busy", f"asking for layers[{layer}]")
@@ -344,7 +341,6 @@ class AttentionView(Asking, PlotPanel):
         self._render(new_panel=True)
         if notes:
             self.message.value = "; ".join(notes)
-        self._idle.set()
 
     # ------------------------------------------------------------------ rendering
 
@@ -385,12 +381,7 @@ class AttentionView(Asking, PlotPanel):
     def wait_token_view(self, timeout: float | None = 300) -> AttentionPattern | None:
         """Block until the token view shows the selected query's row (past the pattern
         side; at once otherwise), in a notebook cell too; returns `row_panel`."""
-        future = self._query_row_future
-        if future is not None:
-            deliver = partial(self._row_landed, *self._query_row_asked, future)
-            wait_shown(self._kernel, future, self._query_row_shown, deliver, timeout, "attention row")
-            if future.exception() is not None:
-                raise future.exception()
+        self.wait(timeout, line=ROW)
         return self.row_panel
 
     def _row_is_current(self, asked: tuple | None = None) -> bool:
@@ -414,25 +405,25 @@ class AttentionView(Asking, PlotPanel):
             return
         result, layer, query = self._result, self.layer, self.selected_token
         asked = self._query_row_asked
-        if not self._query_row_shown.is_set() and asked[0] is result and asked[1:] == (layer, query):
+        if not self._line(ROW).idle.is_set() and asked[0] is result and asked[1:] == (layer, query):
             return  # already on its way (a head switch meanwhile redraws, and asks nothing)
         self._query_row_asked = (result, layer, query)
-        self._query_row_shown.clear()
-        future = self.session.attention_row(result.prompt, layer, query, key=self.key, ablate=result.ablate)
-        self._query_row_future = future
-        future.add_done_callback(lambda done: self._kernel.call(self._row_landed, result, layer, query, done))
+        self._ask(
+            lambda: self.session.attention_row(result.prompt, layer, query, key=self.key, ablate=result.ablate),
+            lambda row: self._row_landed(result, layer, query, row),
+            ROW,
+        )
 
-    def _row_landed(self, result, layer: int, query: int, future) -> None:
-        if future is not self._query_row_future or self._query_row_shown.is_set():
-            return  # a newer row was asked for, or this one is shown already
-        self._query_row_shown.set()
-        if future.cancelled() or future.exception() is not None:
-            if future.exception() is not None and not isinstance(future.exception(), Superseded):
-                self.message.value = f"the token view's row: {type(future.exception()).__name__}: {future.exception()}"
-            return
+    def _row_landed(self, result, layer: int, query: int, row: AttentionPattern) -> None:
         if self._row_is_current((result, layer, query)):
-            self._query_row = (result, layer, query, future.result())
+            self._query_row = (result, layer, query, row)
             self._render_text()
+
+    def _show_error(self, error: BaseException, line: str = MAIN) -> None:
+        if line == ROW:
+            self.message.value = f"the token view's row: {type(error).__name__}: {error}"
+        else:
+            super()._show_error(error, line)
 
     # ------------------------------------------------------------------ events
 

@@ -31,6 +31,9 @@ class AttributionPanel(Asking, PlotPanel):
     box's). ``foil`` empty: the metric is logit(answer) alone.
     """
 
+    _shown = "attribution"
+    _asks_for = "attribution"
+
     #: The head outlined and shown in the explorer's attention view: ``(layer, head)`` or ``()``.
     selected_head = traitlets.Tuple()
 
@@ -72,11 +75,6 @@ class AttributionPanel(Asking, PlotPanel):
         answer, foil = self.answer_box.value, self.foil_box.value or None
         self._ask(lambda: self.session.attribute(self._prompt(), answer, foil, key=self.key), self._landed)
 
-    def wait(self, timeout: float | None = 300) -> Attribution | None:
-        """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
-        self._wait_shown(timeout, "attribution")
-        return self.attribution
-
     def _landed(self, attribution: Attribution) -> None:
         self.attribution = attribution
         self._render()
@@ -84,7 +82,6 @@ class AttributionPanel(Asking, PlotPanel):
         best = f" · largest head: layers[{top[0]}] head {top[1]} ({effect:+.3f})" if top[0] is not None else ""
         note = f" · {attribution.note}" if attribution.note else ""
         self.set_status("idle", f"{attribution.metric_label} = {attribution.metric:.4f}{best}{note}")
-        self._idle.set()
 
     def _selected(self) -> tuple[int, int] | None:
         return tuple(self.selected_head) if len(self.selected_head) == 2 else None

@@ -30,6 +30,9 @@ class ContributionPanel(Asking, PlotPanel):
     """``ContributionPanel(session, prompt, threshold=0.04)``; ``prompt``: the text, or a
     function returning it (the explorer passes its prompt box's)."""
 
+    _shown = "contributions"
+    _asks_for = "contribution graph"
+
     figure = FigureSlot()
 
     def __init__(
@@ -74,15 +77,9 @@ class ContributionPanel(Asking, PlotPanel):
         self.set_status("busy", "computing every block's shares")
         self._ask(lambda: self.session.contributions(self._prompt(), key=self.key), self._landed)
 
-    def wait(self, timeout: float | None = 300) -> Contributions | None:
-        """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
-        self._wait_shown(timeout, "contribution graph")
-        return self.contributions
-
     def _landed(self, contributions: Contributions) -> None:
         self.contributions = contributions
         self._render()
-        self._idle.set()
 
     def _render(self) -> None:
         if self.contributions is None:

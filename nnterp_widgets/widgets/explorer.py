@@ -28,7 +28,7 @@ from .steering import SteerPanel
 from .follow import FollowControl
 from .generation import GenerationView
 from .lens import LogitLens
-from .lifecycle import STALE, Asking, close_all, one_at_a_time
+from .lifecycle import MAIN, STALE, Asking, close_all, one_at_a_time
 from .plot_panel import row
 from .patching import PatchPanel
 from .tree import ModuleTree
@@ -50,6 +50,8 @@ class Explorer(Asking, widgets.VBox):
 
     Its prompt is asked for as every view asks (`Asking`); the answer feeds every panel.
     """
+
+    _asks_for = "answer"
 
     #: The explorer un-dims its panels itself when the prompt's answer lands (`update`).
     _clears_stale = False
@@ -232,30 +234,17 @@ class Explorer(Asking, widgets.VBox):
         layers = self.result.pattern_layers if self.result is not None else ()
         return self.attention.layer if self.attention.layer in layers else None
 
-    def wait(self, timeout: float | None = 300) -> PromptResult | None:
-        """Block until the newest prompt's answer is shown (for scripts and executed
-        notebooks; in a cell, the answer the blocked loop would show is shown here).
-
-        Returns:
-            The `PromptResult` shown; its error is raised.
-        """
-        self._wait_shown(timeout, "answer")
-        return self.result
-
     def _landed(self, result: PromptResult) -> None:
         if self._closed:
             return
         self.update(result)
         if not self._ablation_done.is_set():
             self._show_ablation(self.result.ablation)
-        self._idle.set()
 
-    def _failed(self, error: BaseException) -> None:
-        self._error = error
+    def _show_error(self, error: BaseException, line: str = MAIN) -> None:
         self._set_status(State.ERROR, f"{type(error).__name__}: {error}")
         if not self._ablation_done.is_set():
             self._show_ablation(None, error)
-        self._idle.set()
 
     def update(self, result: PromptResult) -> None:
         self.result = result

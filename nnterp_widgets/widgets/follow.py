@@ -19,7 +19,7 @@ import ipywidgets
 from ..requests.generation import MODES, TARGET_MODES, LensModes
 from .generation import GenerationView
 from .lens import LogitLens
-from .lifecycle import Asking, close_all, one_at_a_time
+from .lifecycle import MAIN, Asking, close_all, one_at_a_time
 from .plot_panel import row
 from ..session import Session
 
@@ -34,6 +34,9 @@ PICK_HINT = "on: a click on a lens cell follows that cell's top-1 token"
 class FollowControl(Asking, ipywidgets.VBox):
     """``FollowControl(session, prompt, lens, generation, key)``: ``prompt`` gives the
     explorer's prompt; ``lens`` a `LogitLens`, ``generation`` a `GenerationView`."""
+
+    _shown = "modes"
+    _asks_for = "lens modes"
 
     def __init__(
         self,
@@ -109,11 +112,6 @@ class FollowControl(Asking, ipywidgets.VBox):
             self._quiet = False
         self.refresh()
 
-    def wait(self, timeout: float | None = 300) -> LensModes | None:
-        """Block until the newest follow request is shown (for scripts and tests); re-raises its error."""
-        self._wait_shown(timeout, "lens modes")
-        return self.modes
-
     @one_at_a_time
     def refresh(self) -> None:
         """Draw both lenses in the current mode: one ``follow`` request for the prompt (none
@@ -142,17 +140,14 @@ class FollowControl(Asking, ipywidgets.VBox):
         followed = f"following {modes.target.text!r} (id {modes.target.id}) · " if modes.target is not None else ""
         self.message.value = followed + MODES[mode]
         self.generation.follow(wanted, again=mode in TARGET_MODES)
-        self._idle.set()
 
     def _show(self, modes: LensModes | None, mode: str) -> None:
         self.lens.show_modes(modes, mode)
         self.generation.show_mode(mode)
 
-    def _failed(self, error: BaseException) -> None:
-        self._error = error
+    def _show_error(self, error: BaseException, line: str = MAIN) -> None:
         self.message.value = f"⚠ {type(error).__name__}: {error}"
         self._show(None, "top-1")
-        self._idle.set()
 
     def _changed(self, change) -> None:
         if not self._quiet:

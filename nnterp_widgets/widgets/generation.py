@@ -23,9 +23,12 @@ from ..requests.generation import GENERATE_TOKENS, GenerationResult
 from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
 from ..figures.causal import branch_html
 from ..figures.generation import STEP_AXIS, generation_lens_figure, lens_mode_figure
-from .lifecycle import Asking, close_all, one_at_a_time
+from .lifecycle import MAIN, Asking, close_all, one_at_a_time
 from .plot_panel import FigureSlot, apply_theme, clicked, show_figure
 from ..session import Session
+
+#: The generation view's second line of requests: a branch of the shown generation.
+BRANCH = "branch"
 
 __all__ = ["GenerationView", "PREFILL_NOTE", "StepSlider", "step_caption"]
 
@@ -58,6 +61,8 @@ class StepSlider(anywidget.AnyWidget):
 class GenerationView(Asking, ipywidgets.VBox):
     """``GenerationView(session, prompt=lambda: "text", key="generate")``: ``prompt`` gives
     the text to continue when "generate" is pressed (the explorer's prompt box)."""
+
+    _asks_for = "generation"
 
     #: The step shown, ``-1`` before a generation has landed.
     step = traitlets.Int(-1)
@@ -100,7 +105,6 @@ class GenerationView(Asking, ipywidgets.VBox):
         )
         self.branch_output = ipywidgets.HTML("")
         self.branch_result = None
-        self._branch_asked = 0
         self.branch_button.on_click(lambda button: self.branch(self.branch_picker.value))
         self.generate_button.on_click(lambda button: self.generate(self.tokens_input.value))
         self.step_slider.observe(one_at_a_time(self._on_step), "value")
@@ -136,27 +140,19 @@ class GenerationView(Asking, ipywidgets.VBox):
     @one_at_a_time
     def branch(self, token: Any) -> None:
         """Ask for the shown generation with ``token`` (an id or one token's text) written at
-        the shown step instead, continued greedily; both continuations shown side by side."""
+        the shown step instead, continued greedily; both continuations shown side by side
+        (`wait(line=BRANCH)` waits for it)."""
         if self.result is None:
             return
-        self._branch_asked += 1
-        asked, step = self._branch_asked, self.step_slider.value
+        generation, step = self.result, self.step_slider.value
         self.branch_output.value = ""
         self.message.value = f"… branching at step {step}"
-        try:
-            future = self.session.branch(self.result, step, token, key=f"{self.key}-branch")
-        except Exception as error:  # noqa: BLE001 - shown, not raised into the comm
-            self.message.value = f"⚠ {type(error).__name__}: {error}"
-            return
-        future.add_done_callback(lambda done: self._kernel.call(self._branched, asked, done))
+        self._ask(
+            lambda: self.session.branch(generation, step, token, key=f"{self.key}-branch"), self._branched, BRANCH
+        )
 
-    def _branched(self, asked: int, future) -> None:
-        if asked != self._branch_asked or future.cancelled():
-            return
-        if future.exception() is not None:
-            self.message.value = f"⚠ {type(future.exception()).__name__}: {future.exception()}"
-            return
-        self.branch_result = result = future.result()
+    def _branched(self, result) -> None:
+        self.branch_result = result
         self.branch_output.value = branch_html(result)
         self.message.value = (
             f"branch at step {result.step}: {result.forced_text!r} instead of {result.original_continuation[0]!r}"
@@ -178,11 +174,6 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.mode = mode
         self._render()
 
-    def wait(self, timeout: float | None = 300) -> GenerationResult | None:
-        """Block until the newest request is shown (for scripts and tests); re-raises its error."""
-        self._wait_shown(timeout, "generation")
-        return self.result
-
     def _generated(self, result: GenerationResult) -> None:
         self.result = result
         last = len(result.steps) - 1
@@ -192,12 +183,9 @@ class GenerationView(Asking, ipywidgets.VBox):
             self.step_slider.disabled = False
         self._on_step()
         self.message.value = f"{len(result.steps)} steps wrote {result.text!r}"
-        self._idle.set()
 
-    def _failed(self, error: BaseException) -> None:
-        self._error = error
+    def _show_error(self, error: BaseException, line: str = MAIN) -> None:
         self.message.value = f"⚠ {type(error).__name__}: {error}"
-        self._idle.set()
 
     def _on_step(self, change=None) -> None:
         if self.result is None:

@@ -39,6 +39,9 @@ class LogitLens(Asking, PlotPanel):
     status line. ``session``: where a moved window is asked for (anything with
     ``lens(text, start, stop, key, ablate=...) -> Future``, a `Session`)."""
 
+    _shown = "_panel"
+    _asks_for = "lens"
+
     #: On: a click on a cell picks its top-1 token (``picked``) instead of selecting its position.
     pick = traitlets.Bool(False)
     #: The last picked cell: ``{"layer", "position", "id", "text"}``.
@@ -102,13 +105,9 @@ class LogitLens(Asking, PlotPanel):
         self._modes = None  # the old prompt's; the explorer asks for the new one's
         with self._hold():
             self.selected_token = selected
+        self._ask_nothing()  # shown from the prompt's answer: an older window on its way is not
         self._show_lens(result.lens)
         self.message.value = note
-
-    def wait(self, timeout: float | None = 300) -> LensGrid | None:
-        """Block until the asked-for window is on screen (in a notebook cell too)."""
-        self._wait_shown(timeout, "lens")
-        return self._panel
 
     @one_at_a_time
     def shift(self, direction: int) -> None:
@@ -134,7 +133,6 @@ class LogitLens(Asking, PlotPanel):
         self._window_display = "none" if (lens.start, lens.stop) == (0, count) else ""
         self.controls.layout.display = self._window_display if self._modes is None else "none"
         self._draw()
-        self._idle.set()
 
     def _draw(self) -> None:
         if self._modes is not None:

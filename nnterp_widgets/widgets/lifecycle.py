@@ -23,7 +23,17 @@ from typing import Any, Callable
 
 from ..session import Superseded, kernel_thread
 
-__all__ = ["SHOWING", "Asking", "KernelThread", "OneAtATime", "all_of", "close_all", "one_at_a_time", "wait_shown"]
+__all__ = [
+    "MAIN",
+    "SHOWING",
+    "Asking",
+    "KernelThread",
+    "OneAtATime",
+    "all_of",
+    "close_all",
+    "one_at_a_time",
+    "wait_shown",
+]
 
 #: Held while a widget changes what it shows: an answer landing, a trait's observers, a
 #: handler of a child widget (a button, a text box), a public call that starts a request.
@@ -115,89 +125,148 @@ def wait_shown(
         raise TimeoutError(f"no {what} from the engine within {timeout} s")
 
 
+#: A view's first line of requests (most views have only this one).
+MAIN = "main"
+
+
+class _Line:
+    """One line of a view's requests: each request gets a number, and only the newest's
+    answer is shown, once."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.landed = 0  # the newest request shown
+        self.pending: tuple | None = None  # (asked, job, show) of the newest request
+        self.idle = threading.Event()
+        self.idle.set()
+        self.error: BaseException | None = None
+
+
 class Asking(OneAtATime):
     """A view that asks the session and shows the newest answer (a mixin; call
-    ``_init_asking()`` in ``__init__``). Each request gets a number (``_asked``); an
-    answer is shown only if it is the newest's, and once (by the kernel's loop, or by
-    ``wait`` in a cell). A request names how its answer is shown, ``_ask(make, show)``;
-    ``_failed(error)`` shows an error."""
+    ``_init_asking()`` in ``__init__``).
+
+    ``_ask(make, show)`` sends a request (``make()`` returns its job) and, on the kernel's
+    thread, hands its answer to ``show(answer)`` if it is still the newest of its line,
+    then marks the view idle; an error goes to ``_show_error``. A view with two
+    independent lines (a generation and its branch, a tree's prompt and its preview)
+    names the second: ``_ask(make, show, line="branch")``. ``wait()`` blocks until a
+    line's newest answer is shown (in a notebook cell too), re-raises its error and
+    returns the answer shown: the attribute the view names in ``_shown``.
+    """
+
+    #: The attribute that holds the answer shown, which `wait` returns.
+    _shown = "result"
+    #: What `wait` says it waits for, in its timeout.
+    _asks_for = "answer"
 
     def _init_asking(self) -> None:
         self._kernel = KernelThread()
-        self._idle = threading.Event()
-        self._idle.set()
-        self._error: BaseException | None = None
-        self._asked = 0
-        self._future: tuple | None = None  # (asked, future, show) of the newest request
-        self._landed_asked = 0  # the newest request shown
+        self._ask_lines: dict[str, _Line] = {MAIN: _Line()}
+
+    def _line(self, line: str) -> _Line:
+        return self._ask_lines.setdefault(line, _Line())
+
+    @property
+    def _idle(self) -> threading.Event:
+        return self._ask_lines[MAIN].idle
+
+    @property
+    def _error(self) -> BaseException | None:
+        return self._ask_lines[MAIN].error
 
     @one_at_a_time
-    def _ask(self, make: Callable[[], concurrent.futures.Future], show: Callable[[Any], None]) -> None:
-        """Ask the session as the newest request: ``make()`` sends it and returns its
-        future; on the kernel's thread its answer goes to ``show(answer)`` if it is still
-        the newest (`_take`), its error to ``_failed``; an error raised by ``make`` (bad
-        input, a busy session) goes to ``_failed`` at once."""
-        self._asked += 1
-        asked = self._asked
-        self._idle.clear()
-        self._error = None
+    def _ask(
+        self, make: Callable[[], concurrent.futures.Future], show: Callable[[Any], None], line: str = MAIN
+    ) -> None:
+        """Ask the session as the newest request of ``line``: ``make()`` sends it and returns
+        its job; an error raised by ``make`` (bad input, a busy session) is shown at once."""
+        state = self._line(line)
+        state.asked += 1
+        asked = state.asked
+        state.idle.clear()
+        state.error = None
         try:
-            future = make()
+            job = make()
         except Exception as error:  # noqa: BLE001 - shown in the widget, not raised into the comm
-            self._failed(error)
+            self._failed(error, line)
             return
-        self._future = (asked, future, show)
-        future.add_done_callback(lambda done: self._kernel.call(self._deliver, asked, done, show))
+        state.pending = (asked, job, show)
+        job.add_done_callback(lambda done: self._kernel.call(self._deliver, line, asked, done, show))
 
-    def _ask_nothing(self) -> None:
+    def _ask_nothing(self, line: str = MAIN) -> None:
         """No request this time (nothing to show, or shown without the engine): an answer
         still on its way is of an older choice and is not shown; `wait` returns at once."""
-        self._asked += 1
-        self._error = None
-        self._idle.set()
+        state = self._line(line)
+        state.asked += 1
+        state.pending = None
+        state.error = None
+        state.idle.set()
 
-    def _deliver(self, asked: int, future, show: Callable[[Any], None]) -> None:
-        answer = self._take(asked, future)
-        if answer is not None:
+    def _deliver(self, line: str, asked: int, job, show: Callable[[Any], None]) -> None:
+        answer = self._take(line, asked, job)
+        if answer is None:
+            return
+        try:
             show(answer)
+        finally:
+            self._line(line).idle.set()
 
-    def _wait_shown(self, timeout: float | None, what: str) -> None:
-        """Block until the newest request is shown (`wait_shown`); re-raise its error."""
-        pending = self._future
+    def wait(self, timeout: float | None = 300, line: str = MAIN) -> Any:
+        """Block until the newest request of ``line`` is shown (works in a notebook cell,
+        whose blocked loop cannot show it: it is shown here); re-raises its error.
+
+        Returns:
+            The answer shown (the view's ``_shown`` attribute).
+        """
+        state = self._line(line)
+        pending = state.pending
         if pending is not None:
-            asked, future, show = pending
-            wait_shown(self._kernel, future, self._idle, lambda: self._deliver(asked, future, show), timeout, what)
-        elif not self._idle.wait(timeout):
-            raise TimeoutError(f"no {what} from the engine within {timeout} s")
-        if self._error is not None:
-            raise self._error
+            asked, job, show = pending
+            deliver = lambda: self._deliver(line, asked, job, show)  # noqa: E731
+            wait_shown(self._kernel, job, state.idle, deliver, timeout, self._asks_for)
+        elif not state.idle.wait(timeout):
+            raise TimeoutError(f"no {self._asks_for} from the engine within {timeout} s")
+        if state.error is not None:
+            raise state.error
+        return getattr(self, self._shown)
 
-    def _failed(self, error: BaseException) -> None:
-        """Show ``error`` on the view's status line and end the wait (`wait` re-raises it);
-        a view without a status line says it its own way."""
-        self._error = error
+    def _failed(self, error: BaseException, line: str = MAIN) -> None:
+        """Show ``error`` (`_show_error`) and end the line's wait (`wait` re-raises it)."""
+        state = self._line(line)
+        state.error = error
+        try:
+            self._show_error(error, line)
+        finally:
+            state.idle.set()
+
+    def _show_error(self, error: BaseException, line: str = MAIN) -> None:
+        """Say ``error`` on the view's status line; a view without one says it its own way."""
         self.set_status("error", f"{type(error).__name__}: {error}")
-        self._idle.set()
 
     #: Whether an answer clears the view's stale marking (a tool's; the explorer clears
     #: its main views' itself, when the new prompt's answer lands).
     _clears_stale = True
 
-    def _take(self, asked: int, future):
-        """The answer to show for request ``asked``, or ``None``: a newer request is on its
-        way, this one is shown already, or it failed (shown by ``_failed``; a superseded
-        one says nothing)."""
-        if asked != self._asked or asked == self._landed_asked or future.cancelled():
+    def _take(self, line: str, asked: int, job):
+        """The answer to show for request ``asked`` of ``line``, or ``None``: a newer request
+        is on its way, this one is shown already, or it failed (shown by ``_failed``; a
+        superseded or cancelled one says nothing)."""
+        state = self._line(line)
+        if asked != state.asked or asked == state.landed:
             return None
-        self._landed_asked = asked
-        error = future.exception()
+        state.landed = asked
+        if job.cancelled():
+            state.idle.set()
+            return None
+        error = job.exception()
         if error is not None:
             if not isinstance(error, Superseded):
-                self._failed(error)
+                self._failed(error, line)
             return None
-        if self._clears_stale:
+        if self._clears_stale and line == MAIN:
             self._fresh()
-        return future.result()
+        return job.result()
 
     #: The prompt of the answer shown, or None: each view says where it keeps it.
     shown_prompt: str | None = None

@@ -25,6 +25,9 @@ __all__ = ["OcclusionPanel"]
 class OcclusionPanel(Asking, PlotPanel):
     """``OcclusionPanel(session, prompt, answer=" Paris")``."""
 
+    _shown = "occlusion"
+    _asks_for = "occlusion"
+
     figure = FigureSlot()
 
     def __init__(
@@ -62,17 +65,11 @@ class OcclusionPanel(Asking, PlotPanel):
         answer, mode = self.answer_box.value, self.mode_picker.value
         self._ask(lambda: self.session.occlude(self._prompt(), answer, mode, key=self.key), self._landed)
 
-    def wait(self, timeout: float | None = 300) -> Occlusion | None:
-        """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
-        self._wait_shown(timeout, "occlusion")
-        return self.occlusion
-
     def _landed(self, occlusion: Occlusion) -> None:
         self.occlusion = occlusion
         self._render()
         needed = ", ".join(f"{text!r} {delta:+.2f}" for _, text, delta in occlusion.most_needed(3))
         self.set_status("idle", f"{occlusion.requests} engine requests · most needed: {needed}")
-        self._idle.set()
 
     def _render(self) -> None:
         if self.occlusion is None:

@@ -49,6 +49,8 @@ class PatchPanel(Asking, PlotPanel):
     ``key`` names this panel's requests there (a newer run replaces a waiting one).
     """
 
+    _asks_for = "patching sweep"
+
     #: The head outlined on a per-head map (``-1`` for none).
     selected_head = traitlets.Int(-1)
 
@@ -119,13 +121,6 @@ class PatchPanel(Asking, PlotPanel):
 
         self._ask(both, lambda answers: self._landed(inputs, *answers))
 
-    def wait(self, timeout: float | None = 600) -> PatchResult | None:
-        """Block until the newest run is shown (works in a notebook cell); re-raises its error."""
-        self._wait_shown(timeout, "patching sweep")
-        return self.result
-
-    # ------------------------------------------------------------------ answers
-
     def _landed(self, inputs: tuple, result: PatchResult, pair: PairLens | None = None) -> None:
         self._sweep = result
         if pair is not None:
@@ -138,7 +133,6 @@ class PatchPanel(Asking, PlotPanel):
             f"logit({result.answer_text!r}) − logit({result.foil_text!r}): clean {result.clean_metric:.4f}, "
             f"corrupted {result.corrupted_metric:.4f}",
         )
-        self._idle.set()
 
     # ------------------------------------------------------------------ picture
 

@@ -10,15 +10,14 @@ one is served.
 
 from __future__ import annotations
 
-from concurrent.futures import Future
 from typing import Any, Callable
 
 import ipywidgets
 
-from ..session import Session
+from ..session import Job, Session, resolved
 from ..requests.steering import SteerResult
 from ..figures.causal import continuations_html
-from .lifecycle import Asking, close_all, one_at_a_time
+from .lifecycle import MAIN, Asking, close_all, one_at_a_time
 
 __all__ = ["SteerPanel"]
 
@@ -26,19 +25,11 @@ DEFAULT_POSITIVE = "I love this. It is wonderful and beautiful."
 DEFAULT_NEGATIVE = "I hate this. It is awful and ugly."
 
 
-def _relay(done: Future, to: Future) -> None:
-    """``done``'s outcome onto ``to`` (a cancelled request reads as its error)."""
-    if done.cancelled():
-        to.cancel()
-    elif done.exception() is not None:
-        to.set_exception(done.exception())
-    else:
-        to.set_result(done.result())
-
-
 class SteerPanel(Asking, ipywidgets.VBox):
     """``SteerPanel(session, prompt, layer=..., coefficient=4.0)``: ``prompt`` is the text
     to continue, or a function returning it (the explorer's prompt box)."""
+
+    _asks_for = "steered generation"
 
     def __init__(
         self,
@@ -108,39 +99,26 @@ class SteerPanel(Asking, ipywidgets.VBox):
         self.message.value = "… steering"
         self._ask(self._steered, self._landed)
 
-    def _steered(self) -> Future:
+    def _steered(self) -> Job:
         """The vector (asked again only when its prompts or layer changed), then both
-        continuations: one future for the two requests."""
+        continuations: one job for the two requests."""
         inputs = (self.positive_box.value, self.negative_box.value, self.layer_input.value)
-        asks = (self._prompt(), self.layer_input.value, self.coefficient_slider.value, self.tokens_input.value)
-        combined: Future = Future()
-
-        def steer_with(vector) -> None:
-            prompt, layer, coefficient, tokens = asks
-            try:
-                future = self.session.steer(prompt, vector, layer, coefficient, tokens, key=self.key)
-            except Exception as error:  # noqa: BLE001 - e.g. Busy: shown in the panel
-                combined.set_exception(error)
-                return
-            future.add_done_callback(lambda done: _relay(done, combined))
-
-        def with_vector(done) -> None:
-            if done.cancelled() or done.exception() is not None:
-                _relay(done, combined)
-                return
-            self.vector, self._vector_inputs = done.result(), inputs
-            steer_with(self.vector)
-
-        if inputs != self._vector_inputs or self.vector is None:
-            self.session.steering_vector(*inputs, key=f"{self.key}-vector").add_done_callback(with_vector)
+        prompt, layer, coefficient, tokens = (
+            self._prompt(),
+            self.layer_input.value,
+            self.coefficient_slider.value,
+            self.tokens_input.value,
+        )
+        if inputs == self._vector_inputs and self.vector is not None:
+            vector = resolved(self.vector, "steering vector")
         else:
-            steer_with(self.vector)
-        return combined
+            vector = self.session.steering_vector(*inputs, key=f"{self.key}-vector")
 
-    def wait(self, timeout: float | None = 300) -> SteerResult | None:
-        """Block until the newest request is shown (works in a notebook cell); re-raises its error."""
-        self._wait_shown(timeout, "steered generation")
-        return self.result
+        def steer_with(found) -> Job:
+            self.vector, self._vector_inputs = found, inputs
+            return self.session.steer(prompt, found, layer, coefficient, tokens, key=self.key)
+
+        return vector.then(steer_with)
 
     def _landed(self, result) -> None:
         self.result = result
@@ -150,12 +128,9 @@ class SteerPanel(Asking, ipywidgets.VBox):
             f"layers[{result.layer}] + {result.coefficient:g} × vector (norm {result.norm:.3g}): "
             f"the continuations differ {where}"
         )
-        self._idle.set()
 
-    def _failed(self, error: BaseException) -> None:
-        self._error = error
+    def _show_error(self, error: BaseException, line: str = MAIN) -> None:
         self.message.value = f"⚠ {type(error).__name__}: {error}"
-        self._idle.set()
 
     def close(self) -> None:
         close_all(self.children)

@@ -12,7 +12,7 @@ import traitlets
 from ..session import IDLE, Session, State, Status
 from ..requests.prompt import PromptResult
 from .assets import MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
-from .lifecycle import Asking, one_at_a_time
+from .lifecycle import MAIN, Asking, one_at_a_time
 
 #: What the tree says while the engine starts (its modules, shapes and reasons need none).
 STARTING = "starting the engine: the tree and the tokens are from the model's files; values fill in when it is ready"
@@ -32,6 +32,9 @@ class ModuleTree(Asking, anywidget.AnyWidget):
     of its own is on its way, a new selection waits for it (its answer asks for the
     selected value's preview).
     """
+
+    _shown = "summary"
+    _asks_for = "preview"
 
     #: The explorer dims the tree by its box, and clears it when the prompt lands.
     _clears_stale = False
@@ -108,9 +111,9 @@ class ModuleTree(Asking, anywidget.AnyWidget):
         if not self._closed:
             self.update(result)
 
-    def _failed(self, error: BaseException) -> None:
+    def _show_error(self, error: BaseException, line: str = MAIN) -> None:
         self._running = False
-        super()._failed(error)
+        super()._show_error(error, line)
 
     def update(self, result: PromptResult) -> None:
         """Show ``result``'s prompt: shapes on every value (from the engine's description),
@@ -133,11 +136,6 @@ class ModuleTree(Asking, anywidget.AnyWidget):
             if self.step > 0:
                 tokens = 1
             self.tree = self.session.tree(tokens, step=self.step if self.step >= 0 else None)
-
-    def wait(self, timeout: float | None = 300):
-        """Block until the asked-for preview has landed (works in a notebook cell); re-raises its error."""
-        self._wait_shown(timeout, "preview")
-        return self.summary
 
     def set_status(self, state: State | str, message: str = "") -> None:
         """Show a `Status` (``"idle"``, ``"busy"`` or ``"error"``, and its message)."""
@@ -172,7 +170,6 @@ class ModuleTree(Asking, anywidget.AnyWidget):
             return
         self._send_preview(result, summary)
         self.set_status(State.IDLE)
-        self._idle.set()
 
     def _send_preview(self, result: PromptResult, summary) -> None:
         self.summary = summary
