@@ -28,7 +28,8 @@ from nnterp_widgets.widgets.assets import (
     module_text,
 )
 from nnterp_widgets.widgets.attention_text import text_view_state
-from nnterp_widgets.widgets.export import STATIC_MODEL_JS, export_html, script_json
+from nnterp_widgets.figures.html import script_json
+from nnterp_widgets.widgets.export import STATIC_MODEL_JS, export_html
 from nnterp_widgets.figures.common import escape_token
 
 XSS = "<img src=x onerror=alert(1)>"

@@ -973,7 +973,7 @@ def _attribution(heads_reason=None):
     if heads_reason:
         heads = np.full((2, 3), np.nan)
     return Attribution(
-        text="a <b>",
+        prompt="a <b>",
         tokens=Tokens((1, 2), ("a", " <b>")),
         answer=5,
         answer_text=" <b>",
@@ -1037,7 +1037,7 @@ def test_occlusion_figure_is_the_delta_row_with_escaped_labels():
     from nnterp_widgets.figures.causal import occlusion_figure
 
     occlusion = Occlusion(
-        text="a <b> c",
+        prompt="a <b> c",
         tokens=Tokens((1, 2, 3), ("a", " <b>", " c")),
         answer=5,
         answer_text=" x",
@@ -1070,7 +1070,7 @@ def _contributions(through=None):
     residual = np.array([[0.5, 0.8, 0.9], [0.9, 0.9, 0.6]])
     through = np.full((2, 3), 0.9) if through is None else through
     return Contributions(
-        text="<b> b c",
+        prompt="<b> b c",
         tokens=Tokens((1, 2, 3), ("<b>", " b", " c")),
         edges=edges,
         shares=shares,

@@ -18,7 +18,8 @@ import pytest
 from nnterp_widgets.components.vllm.attention import DECODE
 from nnterp_widgets.requests.generation import MODES, STEP_RANGE, GenerationResult, GenerationStep, LensModes, Target
 from nnterp_widgets.requests.common import Tokens
-from nnterp_widgets.widgets.export import export_generation_html, export_html, generation_section
+from nnterp_widgets.figures.html import generation_section
+from nnterp_widgets.widgets.export import export_generation_html, export_html
 from nnterp_widgets.figures.transport import for_widget, heatmap_matrix
 from nnterp_widgets.figures.tokens import show_token
 from nnterp_widgets.figures.generation import MODE_STYLES, generation_lens_figure, lens_mode_figure
@@ -245,7 +246,8 @@ def test_export_holds_the_figures(page, generation):
 
 def test_prompt_export_with_a_generation(tmp_path, generation):
     path = tmp_path / "both.html"
-    text = export_html(synthetic_result(), synthetic_tree(), generation=generation, step=0, path=path)
+    section = generation_section(generation, 0, plotlyjs=False)
+    text = export_html(synthetic_result(), synthetic_tree(), sections=[section], path=path)
     assert path.read_text(encoding="utf-8") == text
     assert set(_figures(text)) >= {"nnw-attention", "nnw-lens", "nnw-generation-lens"}
     assert generation_section(generation, 0, plotlyjs=False) in text  # plotly.js once, with the prompt's figures

@@ -14,6 +14,7 @@ from nnterp_widgets.requests.patching import PairLens, PatchResult, normalized_e
 from nnterp_widgets.requests.ablation import ablation_delta
 from nnterp_widgets.requests.lens import LensGrid
 from nnterp_widgets.requests.common import Tokens
+from nnterp_widgets.figures.html import patch_section
 from nnterp_widgets.widgets.export import export_html, export_patch_html
 from nnterp_widgets.figures.patching import pair_figure, patch_figure
 from nnterp_widgets.figures.tokens import show_token
@@ -176,7 +177,9 @@ def test_explorer_page_carries_the_sweep():
     from test_export import synthetic_result, synthetic_tree
 
     r, p = result(), pair()
-    page = export_html(synthetic_result(), synthetic_tree(), selected_token=2, patch=r, pair=p)
+    page = export_html(
+        synthetic_result(), synthetic_tree(), selected_token=2, sections=[patch_section(r, p, 2, plotlyjs=False)]
+    )
     figures = _figures(page)
     assert set(figures) == {"nnw-attention", "nnw-lens", "nnw-patch", "nnw-pair"}
     np.testing.assert_array_equal(_decode(figures["nnw-patch"]["data"][0]["z"]), r.effect.astype(np.float32))
@@ -194,7 +197,11 @@ def test_explorer_page_carries_the_sweep():
 def test_explorer_page_outlines_no_head_for_a_token():
     from test_export import synthetic_result, synthetic_tree
 
+    heads = result("attention_head_outputs", 2)
     page = export_html(
-        synthetic_result(), synthetic_tree(), selected_token=1, patch=result("attention_head_outputs", 2)
+        synthetic_result(),
+        synthetic_tree(),
+        selected_token=1,
+        sections=[patch_section(heads, None, -1, plotlyjs=False)],
     )
     assert not _figures(page)["nnw-patch"]["layout"].get("shapes")

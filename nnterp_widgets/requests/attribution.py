@@ -65,7 +65,7 @@ class Attribution:
     norm's bias; ``head_bias``: the unembedding's. `total` sums the parts.
     """
 
-    text: str
+    prompt: str
     tokens: Tokens
     answer: int
     answer_text: str
@@ -231,26 +231,26 @@ def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out:
     out["effects"] = ((rows * gain) @ direction).cpu()
 
 
-def attribute(model, text: str, answer, foil=None) -> Attribution:
+def attribute(model, prompt: str, answer, foil=None) -> Attribution:
     """One request: the direct effect of every head, MLP and bias on the metric.
 
     Args:
         model: the `StandardizedVLLM`.
-        text: the prompt; the metric is read at its last position.
+        prompt: the prompt; the metric is read at its last position.
         answer: a token's id or one token's text.
         foil: another token (the metric is then logit(answer) - logit(foil)), or None.
 
     Returns:
         An `Attribution` whose parts add up to its metric.
     """
-    check_prompt(model, text)
+    check_prompt(model, prompt)
     answer_id, answer_text = one_token(model, answer, "answer", InterventionError)
     foil_id, foil_text = one_token(model, foil, "foil", InterventionError) if foil is not None else (None, None)
     if foil_id == answer_id:
         raise InterventionError(SAME_TOKEN.format(text=answer_text))
     reason = heads_reason(model)
     layers, heads = model.num_layers, model.num_heads
-    with model.trace(text, temperature=0.0, max_tokens=1):
+    with model.trace(prompt, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         direct_effects(model, answer_id, foil_id, reason is None, out)
@@ -264,7 +264,7 @@ def attribute(model, text: str, answer, foil=None) -> Attribution:
     else:
         head_grid, bias = np.full((layers, heads), np.nan), np.zeros(layers)
     return Attribution(
-        text=text,
+        prompt=prompt,
         tokens=tokens_of(model, out["input_ids"]),
         answer=answer_id,
         answer_text=answer_text,

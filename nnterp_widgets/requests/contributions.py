@@ -80,7 +80,7 @@ class Contributions:
     ``through`` (the attention step's result in the MLP step) and ``mlp``.
     """
 
-    text: str
+    prompt: str
     tokens: Tokens
     edges: np.ndarray
     shares: np.ndarray
@@ -250,12 +250,12 @@ def all_shares(model, floor: float, out: dict) -> None:
         out[name] = torch.stack(found[name])
 
 
-def contributions(model, text: str, floor: float = FLOOR) -> Contributions:
+def contributions(model, prompt: str, floor: float = FLOOR) -> Contributions:
     """One request: every block's contribution shares on the prompt's prefill.
 
     Args:
         model: the `StandardizedVLLM`.
-        text: the prompt.
+        prompt: the prompt.
         floor: the smallest attention share returned (bounds what comes back).
 
     Returns:
@@ -266,18 +266,18 @@ def contributions(model, text: str, floor: float = FLOOR) -> Contributions:
     """
     from .sites import InterventionError
 
-    check_prompt(model, text)
+    check_prompt(model, prompt)
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 < floor <= 1:
         raise InterventionError(f"floor {floor!r}: a share above 0 and at most 1")
     reason = heads_reason(model)
     if reason is not None:
         raise InterventionError(f"the contribution graph needs each head's messages: {reason}")
-    with model.trace(text, temperature=0.0, max_tokens=1):
+    with model.trace(prompt, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         all_shares(model, float(floor), out)
     return Contributions(
-        text=text,
+        prompt=prompt,
         tokens=tokens_of(model, out["input_ids"]),
         edges=_frozen(out["edges"].numpy().astype(np.int32)),
         shares=_frozen(out["shares"].numpy().astype(np.float32)),

@@ -42,7 +42,7 @@ class HeadRoles:
     weight evenly over ``n`` keys scores about ``1/n``.
     """
 
-    text: str
+    prompt: str
     tokens: Tokens
     scores: dict
 
@@ -69,13 +69,13 @@ def role_scores(probabilities: torch.Tensor) -> torch.Tensor:
     return torch.stack([previous, first, current]).cpu()
 
 
-def head_roles(model, text: str) -> HeadRoles:
-    """One request: every served layer's pattern of ``text``, reduced to `HeadRoles`."""
-    ids = check_prompt(model, text)
+def head_roles(model, prompt: str) -> HeadRoles:
+    """One request: every served layer's pattern of ``prompt``, reduced to `HeadRoles`."""
+    ids = check_prompt(model, prompt)
     if len(ids) < 3:
-        raise RequestRefused(TOO_SHORT.format(text=text, count=len(ids)))
+        raise RequestRefused(TOO_SHORT.format(text=prompt, count=len(ids)))
     layers = pattern_layers(model)
-    with model.trace(text, temperature=0.0, max_tokens=1):
+    with model.trace(prompt, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         for index in layers:
@@ -86,4 +86,4 @@ def head_roles(model, text: str) -> HeadRoles:
     scores = {role: grid[i] for i, role in enumerate(ROLES)}
     for array in scores.values():
         array.setflags(write=False)
-    return HeadRoles(text, tokens_of(model, out["input_ids"]), scores)
+    return HeadRoles(prompt, tokens_of(model, out["input_ids"]), scores)

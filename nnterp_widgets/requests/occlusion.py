@@ -42,7 +42,7 @@ class Occlusion:
     token (None when dropping). ``requests``: engine requests taken.
     """
 
-    text: str
+    prompt: str
     tokens: Tokens
     answer: int
     answer_text: str
@@ -87,12 +87,12 @@ def variants(ids: list[int], mode: str, neutral: int | None) -> list[list[int]]:
     return [ids[:i] + [neutral] + ids[i + 1 :] for i in range(len(ids))]
 
 
-def occlude(model, text: str, answer: Any, mode: str = "replace", progress: Progress = NO_PROGRESS) -> Occlusion:
-    """Every position of ``text`` occluded in turn: the answer's logit and probability.
+def occlude(model, prompt: str, answer: Any, mode: str = "replace", progress: Progress = NO_PROGRESS) -> Occlusion:
+    """Every position of ``prompt`` occluded in turn: the answer's logit and probability.
 
     Args:
         model: the `StandardizedVLLM`.
-        text: the prompt; the answer is read at its last position.
+        prompt: the prompt; the answer is read at its last position.
         answer: a token's id or one token's text.
         mode: ``"replace"`` (by `neutral_token`) or ``"drop"``.
         progress: told of each chunk's positions (`Progress`); its partial answer holds the
@@ -103,7 +103,7 @@ def occlude(model, text: str, answer: Any, mode: str = "replace", progress: Prog
     """
     if mode not in MODES:
         raise InterventionError(UNKNOWN_MODE.format(mode=mode, modes=", ".join(MODES)))
-    ids = check_prompt(model, text)
+    ids = check_prompt(model, prompt)
     if mode == "drop" and len(ids) < 2:
         raise InterventionError(TOO_SHORT)
     answer_id, answer_text = one_token(model, answer, "answer", InterventionError)
@@ -120,7 +120,7 @@ def occlude(model, text: str, answer: Any, mode: str = "replace", progress: Prog
         for array in (logits, probs):
             array.setflags(write=False)
         return Occlusion(
-            text=text,
+            prompt=prompt,
             tokens=tokens,
             answer=answer_id,
             answer_text=answer_text,

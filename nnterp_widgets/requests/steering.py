@@ -65,6 +65,11 @@ class SteerResult:
     plain: GenerationResult
 
     @property
+    def prompt(self) -> str:
+        """The prompt both continue."""
+        return self.steered.prompt
+
+    @property
     def divergence(self) -> int | None:
         """The first step whose written token differs between the two, or None."""
         for index, (a, b) in enumerate(zip(self.steered.generated.ids, self.plain.generated.ids, strict=False)):

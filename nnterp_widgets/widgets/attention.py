@@ -66,7 +66,7 @@ class AttentionView(Asking, PlotPanel):
     Future``, a `Session`); ``key`` names this view's requests there.
     """
 
-    _shown = "_panel"
+    _shown_as = "_panel"
     _asks_for = "pattern"
 
     layer = traitlets.Int(0)

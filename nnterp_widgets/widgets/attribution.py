@@ -18,20 +18,22 @@ import traitlets
 from ..requests.attribution import Attribution
 from ..session import Session
 from ..figures.attribution import attribution_figure
-from .lifecycle import Asking, one_at_a_time
+from ..figures.html import attribution_section
+from .lifecycle import one_at_a_time
+from .tool_view import ToolView
 from .plot_panel import FigureSlot, PlotPanel, clicked
 
 __all__ = ["AttributionPanel"]
 
 
-class AttributionPanel(Asking, PlotPanel):
+class AttributionPanel(ToolView, PlotPanel):
     """``AttributionPanel(session, prompt, answer=" Paris", foil=" Rome")``.
 
     ``prompt``: the text, or a function returning it (the explorer passes its prompt
     box's). ``foil`` empty: the metric is logit(answer) alone.
     """
 
-    _shown = "attribution"
+    _shown_as = "attribution"
     _asks_for = "attribution"
 
     #: The head outlined and shown in the explorer's attention view: ``(layer, head)`` or ``()``.
@@ -39,34 +41,32 @@ class AttributionPanel(Asking, PlotPanel):
 
     figure = FigureSlot()
 
+    _default_key = "attribute"
+    _run_label = "attribute"
+    _run_tooltip = "each head's and MLP's direct effect on the answer's logit"
+
     def __init__(
         self,
         session: Session,
         prompt: str | Callable[[], str],
         answer: str = " Paris",
         foil: str = " Rome",
-        *,
-        key: str = "attribute",
         **kwargs: Any,
     ) -> None:
-        self.session = session
-        self.key = key
-        self._prompt = prompt if callable(prompt) else (lambda: prompt)
-        self.attribution: Attribution | None = None
-        self._init_asking()
-        self.answer_box = ipywidgets.Text(value=answer, description="answer", layout=ipywidgets.Layout(width="220px"))
-        self.foil_box = ipywidgets.Text(value=foil, description="foil", layout=ipywidgets.Layout(width="220px"))
-        self.run_button = ipywidgets.Button(
-            description="attribute", tooltip="each head's and MLP's direct effect on the answer's logit"
-        )
-        super().__init__([ipywidgets.HBox([self.answer_box, self.foil_box, self.run_button])], ("figure",), **kwargs)
-        self.run_button.on_click(lambda button: self.run())
+        self._defaults = (answer, foil)
+        super().__init__(session, prompt, **kwargs)
         self.observe(lambda change: self._outline(), "selected_head")
 
-    @property
-    def shown_prompt(self) -> str | None:
-        """The prompt of the answer shown (None before one)."""
-        return None if self.attribution is None else self.attribution.text
+    def _controls(self) -> list:
+        answer, foil = self._defaults
+        self.answer_box = ipywidgets.Text(value=answer, description="answer", layout=ipywidgets.Layout(width="220px"))
+        self.foil_box = ipywidgets.Text(value=foil, description="foil", layout=ipywidgets.Layout(width="220px"))
+        return [ipywidgets.HBox([self.answer_box, self.foil_box, self.run_button])]
+
+    def export_section(self, selected_token: int = -1) -> str:
+        if self.attribution is None:
+            return ""
+        return attribution_section(self.attribution, tuple(self.selected_head) or None, plotlyjs=False)
 
     @one_at_a_time
     def run(self) -> None:

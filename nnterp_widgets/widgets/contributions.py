@@ -17,7 +17,9 @@ from ..requests.contributions import Contributions
 from ..session import Session
 from ..requests.contributions import FLOOR, THRESHOLD
 from ..figures.contributions import contribution_figure, route_picture
-from .lifecycle import Asking, one_at_a_time
+from ..figures.html import contributions_section
+from .lifecycle import one_at_a_time
+from .tool_view import ToolView
 from .plot_panel import FigureSlot, PlotPanel
 
 __all__ = ["ContributionPanel"]
@@ -26,31 +28,29 @@ __all__ = ["ContributionPanel"]
 MAX_THRESHOLD = 0.5
 
 
-class ContributionPanel(Asking, PlotPanel):
+class ContributionPanel(ToolView, PlotPanel):
     """``ContributionPanel(session, prompt, threshold=0.04)``; ``prompt``: the text, or a
     function returning it (the explorer passes its prompt box's)."""
 
-    _shown = "contributions"
+    _shown_as = "contributions"
     _asks_for = "contribution graph"
 
     figure = FigureSlot()
 
+    _default_key = "contributions"
+    _run_label = "graph"
+    _run_tooltip = "each token's share in every stream, every layer: one engine request"
+
     def __init__(
-        self,
-        session: Session,
-        prompt: str | Callable[[], str],
-        threshold: float = THRESHOLD,
-        *,
-        key: str = "contributions",
-        **kwargs: Any,
+        self, session: Session, prompt: str | Callable[[], str], threshold: float = THRESHOLD, **kwargs: Any
     ) -> None:
-        self.session = session
-        self.key = key
-        self._prompt = prompt if callable(prompt) else (lambda: prompt)
-        self.contributions: Contributions | None = None
-        self._init_asking()
+        self._defaults = threshold
+        super().__init__(session, prompt, **kwargs)
+        self.threshold.observe(one_at_a_time(lambda change: self._render()), "value")
+
+    def _controls(self) -> list:
         self.threshold = ipywidgets.FloatSlider(
-            value=threshold,
+            value=self._defaults,
             min=FLOOR,
             max=MAX_THRESHOLD,
             step=0.01,
@@ -59,17 +59,12 @@ class ContributionPanel(Asking, PlotPanel):
             continuous_update=False,
             tooltip="the smallest share of a stream an edge must carry to be drawn",
         )
-        self.run_button = ipywidgets.Button(
-            description="graph", tooltip="each token's share in every stream, every layer: one engine request"
-        )
-        super().__init__([ipywidgets.HBox([self.run_button, self.threshold])], ("figure",), **kwargs)
-        self.run_button.on_click(lambda button: self.run())
-        self.threshold.observe(one_at_a_time(lambda change: self._render()), "value")
+        return [ipywidgets.HBox([self.run_button, self.threshold])]
 
-    @property
-    def shown_prompt(self) -> str | None:
-        """The prompt of the answer shown (None before one)."""
-        return None if self.contributions is None else self.contributions.text
+    def export_section(self, selected_token: int = -1) -> str:
+        if self.contributions is None:
+            return ""
+        return contributions_section(self.contributions, self.threshold.value, plotlyjs=False)
 
     @one_at_a_time
     def run(self) -> None:

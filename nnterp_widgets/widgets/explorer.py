@@ -185,6 +185,10 @@ class Explorer(Asking, widgets.VBox):
     def _tools(self) -> tuple:
         return (self.generation, self.attribution, self.contributions, self.occlusion, self.steering)
 
+    def _exported(self) -> tuple:
+        """The views that add a section to the HTML export (each its `export_section`), in page order."""
+        return (self.generation, self.patching, *self._tools()[1:])
+
     def _outline(self, asked: int, prompt: str) -> None:
         """Before the engine is ready: the prompt's tokens and the tree's shapes for them."""
         if self._closed or asked != self._asked or self.result is not None:
@@ -315,6 +319,7 @@ class Explorer(Asking, widgets.VBox):
 
         if self.result is None:
             raise RuntimeError("no prompt has landed yet: call explorer.wait() first")
+        chosen = self.selected_token
         return export_html(
             self.result,
             self.tree.tree,
@@ -322,20 +327,10 @@ class Explorer(Asking, widgets.VBox):
             attention_row=self.attention.row_panel,
             head=self.attention.head,
             lens=self.lens.panel,
-            selected_token=self.selected_token,
+            selected_token=chosen,
             selected=self.tree.selected,
             preview=self.tree.preview,
             preview_data=self.tree.preview_data,
+            sections=[section for view in self._exported() if (section := view.export_section(chosen))],
             path=path,
-            patch=self.patching.result,
-            pair=self.patching.pair,
-            generation=self.generation.result,
-            step=self.generation.step if self.generation.result is not None else None,
-            attribution=self.attribution.attribution,
-            attribution_head=tuple(self.attribution.selected_head) or None,
-            contributions=self.contributions.contributions,
-            threshold=self.contributions.threshold.value,
-            occlusion=self.occlusion.occlusion,
-            steering=self.steering.result,
-            branch=self.generation.branch_result,
         )

@@ -35,7 +35,7 @@ class FollowControl(Asking, ipywidgets.VBox):
     """``FollowControl(session, prompt, lens, generation, key)``: ``prompt`` gives the
     explorer's prompt; ``lens`` a `LogitLens`, ``generation`` a `GenerationView`."""
 
-    _shown = "modes"
+    _shown_as = "modes"
     _asks_for = "lens modes"
 
     def __init__(

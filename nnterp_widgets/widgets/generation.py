@@ -22,6 +22,7 @@ import traitlets
 from ..requests.generation import GENERATE_TOKENS, GenerationResult
 from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
 from ..figures.causal import branch_html
+from ..figures.html import branch_section, generation_section
 from ..figures.generation import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .lifecycle import MAIN, Asking, close_all, one_at_a_time
 from .plot_panel import FigureSlot, apply_theme, clicked, show_figure
@@ -157,6 +158,15 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.message.value = (
             f"branch at step {result.step}: {result.forced_text!r} instead of {result.original_continuation[0]!r}"
         )
+
+    def export_section(self, selected_token: int = -1) -> str:
+        """The generation at the shown step and a branch of it, for the explorer's HTML export."""
+        if self.result is None:
+            return ""
+        parts = [generation_section(self.result, self.step, plotlyjs=False)]
+        if self.branch_result is not None:
+            parts.append(branch_section(self.branch_result))
+        return "\n".join(parts)
 
     @one_at_a_time
     def follow(self, target: Any, again: bool = False) -> None:

@@ -39,7 +39,7 @@ class LogitLens(Asking, PlotPanel):
     status line. ``session``: where a moved window is asked for (anything with
     ``lens(text, start, stop, key, ablate=...) -> Future``, a `Session`)."""
 
-    _shown = "_panel"
+    _shown_as = "_panel"
     _asks_for = "lens"
 
     #: On: a click on a cell picks its top-1 token (``picked``) instead of selecting its position.

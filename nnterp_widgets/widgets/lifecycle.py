@@ -125,6 +125,8 @@ def wait_shown(
         raise TimeoutError(f"no {what} from the engine within {timeout} s")
 
 
+#: What a view says of a request that was cancelled.
+STOPPED = "stopped: the answer shown (if any) is the one before"
 #: A view's first line of requests (most views have only this one).
 MAIN = "main"
 
@@ -152,11 +154,11 @@ class Asking(OneAtATime):
     independent lines (a generation and its branch, a tree's prompt and its preview)
     names the second: ``_ask(make, show, line="branch")``. ``wait()`` blocks until a
     line's newest answer is shown (in a notebook cell too), re-raises its error and
-    returns the answer shown: the attribute the view names in ``_shown``.
+    returns the answer shown: the attribute the view names in ``_shown_as``.
     """
 
     #: The attribute that holds the answer shown, which `wait` returns.
-    _shown = "result"
+    _shown_as = "result"
     #: What `wait` says it waits for, in its timeout.
     _asks_for = "answer"
 
@@ -207,17 +209,19 @@ class Asking(OneAtATime):
         answer = self._take(line, asked, job)
         if answer is None:
             return
+        state = self._line(line)
         try:
             show(answer)
         finally:
-            self._line(line).idle.set()
+            if state.asked == asked:  # showing it asked nothing newer (a prompt's answer may)
+                state.idle.set()
 
     def wait(self, timeout: float | None = 300, line: str = MAIN) -> Any:
         """Block until the newest request of ``line`` is shown (works in a notebook cell,
         whose blocked loop cannot show it: it is shown here); re-raises its error.
 
         Returns:
-            The answer shown (the view's ``_shown`` attribute).
+            The answer shown (the view's ``_shown_as`` attribute).
         """
         state = self._line(line)
         pending = state.pending
@@ -229,7 +233,7 @@ class Asking(OneAtATime):
             raise TimeoutError(f"no {self._asks_for} from the engine within {timeout} s")
         if state.error is not None:
             raise state.error
-        return getattr(self, self._shown)
+        return getattr(self, self._shown_as)
 
     def _failed(self, error: BaseException, line: str = MAIN) -> None:
         """Show ``error`` (`_show_error`) and end the line's wait (`wait` re-raises it)."""
@@ -243,6 +247,11 @@ class Asking(OneAtATime):
     def _show_error(self, error: BaseException, line: str = MAIN) -> None:
         """Say ``error`` on the view's status line; a view without one says it its own way."""
         self.set_status("error", f"{type(error).__name__}: {error}")
+
+    def _show_stopped(self, line: str = MAIN) -> None:
+        """Say that the request was stopped (cancelled); what the view showed stays."""
+        if line == MAIN and hasattr(self, "set_status"):
+            self.set_status("idle", STOPPED)
 
     #: Whether an answer clears the view's stale marking (a tool's; the explorer clears
     #: its main views' itself, when the new prompt's answer lands).
@@ -258,6 +267,7 @@ class Asking(OneAtATime):
         state.landed = asked
         if job.cancelled():
             state.idle.set()
+            self._show_stopped(line)
             return None
         error = job.exception()
         if error is not None:

@@ -16,47 +16,43 @@ from ..requests.occlusion import Occlusion
 from ..session import Session
 from ..requests.occlusion import MODES
 from ..figures.causal import occlusion_figure
-from .lifecycle import Asking, one_at_a_time
+from ..figures.html import occlusion_section
+from .lifecycle import one_at_a_time
+from .tool_view import ToolView
 from .plot_panel import FigureSlot, PlotPanel, clicked
 
 __all__ = ["OcclusionPanel"]
 
 
-class OcclusionPanel(Asking, PlotPanel):
+class OcclusionPanel(ToolView, PlotPanel):
     """``OcclusionPanel(session, prompt, answer=" Paris")``."""
 
-    _shown = "occlusion"
+    _shown_as = "occlusion"
     _asks_for = "occlusion"
 
     figure = FigureSlot()
 
+    _default_key = "occlude"
+    _run_label = "occlude"
+    _run_tooltip = "occlude each token in turn (one batch)"
+
     def __init__(
-        self,
-        session: Session,
-        prompt: str | Callable[[], str],
-        answer: str = " Paris",
-        *,
-        key: str = "occlude",
-        **kwargs: Any,
+        self, session: Session, prompt: str | Callable[[], str], answer: str = " Paris", **kwargs: Any
     ) -> None:
-        self.session = session
-        self.key = key
-        self._prompt = prompt if callable(prompt) else (lambda: prompt)
-        self.occlusion: Occlusion | None = None
-        self._init_asking()
-        self.answer_box = ipywidgets.Text(value=answer, description="answer", layout=ipywidgets.Layout(width="220px"))
-        self.mode_picker = ipywidgets.Dropdown(options=list(MODES), value=MODES[0], description="occlude by")
-        self.measure_picker = ipywidgets.Dropdown(options=["logit", "probability"], value="logit", description="show Δ")
-        self.run_button = ipywidgets.Button(description="occlude", tooltip="occlude each token in turn (one batch)")
-        controls = ipywidgets.HBox([self.answer_box, self.mode_picker, self.measure_picker, self.run_button])
-        super().__init__([controls], ("figure",), **kwargs)
-        self.run_button.on_click(lambda button: self.run())
+        self._defaults = answer
+        super().__init__(session, prompt, **kwargs)
         self.measure_picker.observe(one_at_a_time(lambda change: self._render()), "value")
 
-    @property
-    def shown_prompt(self) -> str | None:
-        """The prompt of the answer shown (None before one)."""
-        return None if self.occlusion is None else self.occlusion.text
+    def _controls(self) -> list:
+        self.answer_box = ipywidgets.Text(
+            value=self._defaults, description="answer", layout=ipywidgets.Layout(width="220px")
+        )
+        self.mode_picker = ipywidgets.Dropdown(options=list(MODES), value=MODES[0], description="occlude by")
+        self.measure_picker = ipywidgets.Dropdown(options=["logit", "probability"], value="logit", description="show Δ")
+        return [ipywidgets.HBox([self.answer_box, self.mode_picker, self.measure_picker, self.run_button])]
+
+    def export_section(self, selected_token: int = -1) -> str:
+        return "" if self.occlusion is None else occlusion_section(self.occlusion)
 
     @one_at_a_time
     def run(self) -> None:

@@ -25,8 +25,10 @@ import traitlets
 
 from ..requests.sites import SITES
 from ..requests.patching import PairLens, PatchResult
-from .lifecycle import Asking, all_of, one_at_a_time
+from .lifecycle import all_of, one_at_a_time
+from .tool_view import ToolView
 from ..figures.common import selection_shapes
+from ..figures.html import patch_section
 from ..figures.patching import PAIR_NAMES, pair_figure, patch_figure
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from ..session import Session
@@ -41,7 +43,7 @@ def _box(value: str, description: str, width: str) -> ipywidgets.Text:
     return ipywidgets.Text(value=value, description=description, layout=ipywidgets.Layout(width=width))
 
 
-class PatchPanel(Asking, PlotPanel):
+class PatchPanel(ToolView, PlotPanel):
     """``PatchPanel(session, clean=..., corrupted=..., answer=..., foil=..., site="layer_output")``.
 
     ``session``: anything with ``patch(clean, corrupted, answer, foil, site, key)`` and
@@ -57,6 +59,14 @@ class PatchPanel(Asking, PlotPanel):
     figure = FigureSlot()  # the effect map
     pair_figure = FigureSlot()  # the pair's lens difference
 
+    _default_key = "patch"
+    _figure_slots = ("figure", "pair_figure")
+    _layout = {"join": False}
+    _run_label = "patch"
+    _run_tooltip = "patch the clean run into the corrupted run, one cell at a time"
+    #: It has prompts of its own: never of an earlier explorer prompt.
+    shown_prompt = None
+
     def __init__(
         self,
         session: Session,
@@ -65,37 +75,36 @@ class PatchPanel(Asking, PlotPanel):
         answer: str = DEFAULT_PAIR[2],
         foil: str = DEFAULT_PAIR[3],
         site: str = SITES[0],
-        *,
-        key: str = "patch",
         **kwargs: Any,
     ) -> None:
-        self.session = session
-        self.key = key
+        self._defaults = (clean, corrupted, answer, foil, site)
         self._sweep: PatchResult | None = None
         self.pair: PairLens | None = None
         self._pair_inputs: tuple | None = None  # what ``pair`` was asked for
-        self._init_asking()
+        super().__init__(session, None, **kwargs)
+        # The maps join the page when the first sweep lands (side by side where the page
+        # is wide enough): no bare axes before it, and no plotly view built inside a
+        # hidden box, where its layout depends on timing.
+        self.maps = row(align="flex-start")
+        self.children = (*self.children, self.maps)
+        self.observe(self._on_head, "selected_head")
+
+    def _controls(self) -> list:
+        clean, corrupted, answer, foil, site = self._defaults
         self.clean_box = _box(clean, "clean", "48%")
         self.corrupted_box = _box(corrupted, "corrupted", "48%")
         self.answer_box = _box(answer, "answer", "220px")
         self.foil_box = _box(foil, "foil", "220px")
         self.site_picker = ipywidgets.Dropdown(options=list(SITES), value=site, description="site")
-        self.run_button = ipywidgets.Button(
-            description="patch", tooltip="patch the clean run into the corrupted run, one cell at a time"
-        )
-        controls = [
+        return [
             ipywidgets.HBox([self.clean_box, self.corrupted_box]),
             ipywidgets.HBox([self.answer_box, self.foil_box, self.site_picker, self.run_button]),
         ]
-        super().__init__(controls, ("figure", "pair_figure"), join=False, **kwargs)
-        # The two maps side by side where the page is wide enough, else one under the other.
-        head = self.children
-        # The maps join the page when the first sweep lands: no bare axes before it, and
-        # no plotly view built inside a hidden box, where its layout depends on timing.
-        self.maps = row(align="flex-start")
-        self.children = (*head, self.maps)
-        self.run_button.on_click(lambda button: self.run())
-        self.observe(self._on_head, "selected_head")
+
+    def export_section(self, selected_token: int = -1) -> str:
+        if self.result is None:  # the selection is a token: no column of a per-head map
+            return ""
+        return patch_section(self.result, self.pair, -1 if self.result.per_head else selected_token, plotlyjs=False)
 
     # ------------------------------------------------------------------ public
 

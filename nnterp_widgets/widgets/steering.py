@@ -14,10 +14,13 @@ from typing import Any, Callable
 
 import ipywidgets
 
+from ..requests import SteerResult
 from ..session import Job, Session, resolved
-from ..requests.steering import SteerResult
 from ..figures.causal import continuations_html
-from .lifecycle import MAIN, Asking, close_all, one_at_a_time
+from ..figures.html import steering_section
+from .lifecycle import MAIN, one_at_a_time
+from .plot_panel import PlotPanel
+from .tool_view import ToolView
 
 __all__ = ["SteerPanel"]
 
@@ -25,11 +28,16 @@ DEFAULT_POSITIVE = "I love this. It is wonderful and beautiful."
 DEFAULT_NEGATIVE = "I hate this. It is awful and ugly."
 
 
-class SteerPanel(Asking, ipywidgets.VBox):
+class SteerPanel(ToolView, PlotPanel):
     """``SteerPanel(session, prompt, layer=..., coefficient=4.0)``: ``prompt`` is the text
     to continue, or a function returning it (the explorer's prompt box)."""
 
     _asks_for = "steered generation"
+
+    _default_key = "steer"
+    _figure_slots = ()
+    _run_label = "steer"
+    _run_tooltip = "generate with and without the vector"
 
     def __init__(
         self,
@@ -38,16 +46,23 @@ class SteerPanel(Asking, ipywidgets.VBox):
         *,
         layer: int = 0,
         coefficient: float = 4.0,
-        key: str = "steer",
         **kwargs: Any,
     ) -> None:
-        self.session = session
-        self.key = key
-        self._prompt = prompt if callable(prompt) else (lambda: prompt)
-        self.result: SteerResult | None = None
+        self._defaults = (layer, coefficient)
+        self._steered_result: SteerResult | None = None
         self.vector = None
         self._vector_inputs: tuple | None = None
-        self._init_asking()
+        self.output = ipywidgets.HTML("")
+        super().__init__(session, prompt, **kwargs)
+        self.children = (*self.children, self.output)
+
+    @property
+    def result(self) -> SteerResult | None:
+        """The continuations on screen (a `SteerResult`), or None."""
+        return self._steered_result
+
+    def _controls(self) -> list:
+        layer, coefficient = self._defaults
         self.positive_box = ipywidgets.Text(
             DEFAULT_POSITIVE, description="positive", layout=ipywidgets.Layout(width="48%")
         )
@@ -73,24 +88,13 @@ class SteerPanel(Asking, ipywidgets.VBox):
             style={"description_width": "initial"},
             layout=ipywidgets.Layout(width="150px"),
         )
-        self.run_button = ipywidgets.Button(description="steer", tooltip="generate with and without the vector")
-        self.message = ipywidgets.Label("")
-        self.output = ipywidgets.HTML("")
-        self.run_button.on_click(lambda button: self.run())
-        super().__init__(
-            [
-                ipywidgets.HBox([self.positive_box, self.negative_box]),
-                ipywidgets.HBox([self.layer_input, self.coefficient_slider, self.tokens_input, self.run_button]),
-                self.message,
-                self.output,
-            ],
-            **kwargs,
-        )
+        return [
+            ipywidgets.HBox([self.positive_box, self.negative_box]),
+            ipywidgets.HBox([self.layer_input, self.coefficient_slider, self.tokens_input, self.run_button]),
+        ]
 
-    @property
-    def shown_prompt(self) -> str | None:
-        """The prompt of the answer shown (None before one)."""
-        return None if self.result is None else self.result.steered.prompt
+    def export_section(self, selected_token: int = -1) -> str:
+        return "" if self.result is None else steering_section(self.result)
 
     @one_at_a_time
     def run(self) -> None:
@@ -120,8 +124,8 @@ class SteerPanel(Asking, ipywidgets.VBox):
 
         return vector.then(steer_with)
 
-    def _landed(self, result) -> None:
-        self.result = result
+    def _landed(self, result: SteerResult) -> None:
+        self._steered_result = result
         self.output.value = continuations_html(result)
         where = "never" if result.divergence is None else f"from step {result.divergence}"
         self.message.value = (
@@ -131,7 +135,3 @@ class SteerPanel(Asking, ipywidgets.VBox):
 
     def _show_error(self, error: BaseException, line: str = MAIN) -> None:
         self.message.value = f"⚠ {type(error).__name__}: {error}"
-
-    def close(self) -> None:
-        close_all(self.children)
-        super().close()

@@ -33,7 +33,7 @@ class ModuleTree(Asking, anywidget.AnyWidget):
     selected value's preview).
     """
 
-    _shown = "summary"
+    _shown_as = "summary"
     _asks_for = "preview"
 
     #: The explorer dims the tree by its box, and clears it when the prompt lands.

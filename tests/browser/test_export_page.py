@@ -14,6 +14,7 @@ import pytest
 
 from browser_support import require_browser
 from conftest import TOKEN_CASES
+from nnterp_widgets.figures.html import patch_section
 from nnterp_widgets.widgets.export import export_html
 from nnterp_widgets.figures.common import escape_token
 from test_export import REASON, synthetic_result, synthetic_tree
@@ -104,7 +105,8 @@ def test_patching_section_renders_offline(browser, tmp_path):
 
     sweep = result()
     path = tmp_path / "patch.html"
-    export_html(synthetic_result(), synthetic_tree(), selected_token=1, patch=sweep, pair=pair(), path=path)
+    section = patch_section(sweep, pair(), 1, plotlyjs=False)
+    export_html(synthetic_result(), synthetic_tree(), selected_token=1, sections=[section], path=path)
     with offline_page(browser, path) as p:
         p.wait_for_selector("#nnw-patch .main-svg", timeout=30_000)
         p.wait_for_selector("#nnw-pair .main-svg", timeout=30_000)
