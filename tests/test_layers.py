@@ -125,3 +125,20 @@ def test_the_reader_finds_a_circle_through_an_import_inside_a_function(tmp_path)
     assert graph["nnterp_widgets.session.b"] == {"nnterp_widgets.session.a"}
     assert cycles(graph) == [["nnterp_widgets.session.a", "nnterp_widgets.session.b"]]
     assert "nnterp_widgets.session.a" in graph["nnterp_widgets.errors"]  # an import up, inside a function
+
+
+def test_no_room_imports_a_private_name_of_another():
+    """Across rooms only public names: a ``_name`` stays in its own room."""
+    private = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = _name(path)
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            parts = package.split(".")
+            base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            if area(base) == area(module):
+                continue
+            private += [f"{module} imports {base}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert private == []

@@ -598,6 +598,16 @@ def _status(entry: dict) -> str:
     return "FAILS: " + _short_error(vl.get("error", "?"))
 
 
+def _no_machine_paths(text: str) -> str:
+    """A traceback line without this machine's folders (the docs are read elsewhere)."""
+    import site
+    import sysconfig
+
+    for folder in {sysconfig.get_paths()["purelib"], *site.getsitepackages()}:
+        text = text.replace(folder, "<site-packages>")
+    return text.replace(str(Path(__file__).resolve().parents[1]), "<repo>")
+
+
 def _short_error(error: str, limit: int = 300) -> str:
     lines = [line.strip() for line in error.splitlines() if line.strip()]
     # pydantic puts the engine's own message on a later line ("Value error, ...").
@@ -732,7 +742,7 @@ def _md_section(e: dict) -> list[str]:
             lines += ["", "Key lines of the engine log:", "", "```", *key, "```"]
         tb = vl.get("traceback")
         if tb:
-            tail = tb.strip().splitlines()[-14:]
+            tail = [_no_machine_paths(line) for line in tb.strip().splitlines()[-14:]]
             lines += ["", "Traceback (tail):", "", "```", *tail, "```"]
     if vl.get("layers"):
         first = vl["layers"][0]

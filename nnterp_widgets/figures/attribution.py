@@ -16,8 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..requests.attribution import Attribution
-from .common import escape_token
-from .patching import EFFECT_COLORSCALE
+from .common import EFFECT_COLORSCALE, escape_token
 
 __all__ = ["BLOCK_COLUMNS", "attribution_figure"]
 

@@ -18,8 +18,7 @@ import plotly.graph_objects as go
 from ..requests.branching import BranchResult
 from ..requests.occlusion import Occlusion
 from ..requests.steering import SteerResult
-from .common import escape_token
-from .patching import EFFECT_COLORSCALE
+from .common import effect_heatmap, escape_token
 from .tokens import show_token
 
 __all__ = ["branch_html", "continuations_html", "occlusion_figure"]
@@ -87,18 +86,13 @@ def occlusion_figure(occlusion: Occlusion, measure: str = "logit") -> go.Figure:
     custom[0, :, 2] = occlusion.delta_prob
     how = "replaced by " + escape_token(occlusion.neutral_text) if occlusion.mode == "replace" else "dropped"
     fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=list(range(count)),
-            y=[0],
+        effect_heatmap(
+            z,
+            half,
+            "Δ " + measure,
             customdata=custom,
-            colorscale=EFFECT_COLORSCALE,
-            zmid=0.0,
-            zmin=-half,
-            zmax=half,
             xgap=1,
             hovertemplate="%{customdata[0]}<br>Δ logit %{customdata[1]:+.3f}<br>Δ probability %{customdata[2]:+.4f}<extra></extra>",
-            colorbar=dict(title="Δ " + measure, thickness=10),
         )
     )
     fig.update_layout(

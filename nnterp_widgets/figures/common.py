@@ -17,7 +17,10 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
+import plotly.graph_objects as go
 
 from .tokens import show_token
 
@@ -142,4 +145,26 @@ def _outline(name: str, x0: float, x1: float, y0: float, y1: float) -> dict:
         x1=x1,
         y0=y0,
         y1=y1,
+    )
+
+
+#: Diverging, white at 0: an effect's sign is its colour (blue below 0, red above).
+EFFECT_COLORSCALE = "RdBu_r"
+
+
+def effect_heatmap(z: np.ndarray, half: float, colorbar: str, **trace: Any) -> go.Heatmap:
+    """The heatmap of a signed effect (patching, a pair's lens difference, occlusion):
+    cells at integer ``x`` / ``y``, white at 0, the colours from ``-half`` to ``half``;
+    ``trace`` adds the trace's own (``customdata``, ``hovertemplate``, gaps)."""
+    rows, columns = np.asarray(z).shape
+    return go.Heatmap(
+        z=z,
+        x=np.arange(columns, dtype=np.int32),
+        y=np.arange(rows, dtype=np.int32),
+        zmid=0.0,
+        zmin=-half,
+        zmax=half,
+        colorscale=EFFECT_COLORSCALE,
+        colorbar=dict(title=dict(text=colorbar), thickness=12),
+        **trace,
     )

@@ -177,6 +177,19 @@ def generation_section(result: GenerationResult, step: int | None = None, *, plo
     )
 
 
+def section(title: str, facts: str, figures: Sequence[tuple], plotlyjs: bool, between: Sequence[str] = ()) -> str:
+    """A tool's section: its title, a line of facts (escaped HTML), what comes ``between``
+    (token rows), and its figures (`plot_divs`)."""
+    return "\n".join(
+        [
+            f"<h2>{escape(title)}</h2>",
+            f'<p class="meta">{facts}</p>',
+            *between,
+            *([f'<div class="figures">{"".join(plot_divs(figures, plotlyjs))}</div>'] if figures else []),
+        ]
+    )
+
+
 def occlusion_section(occlusion: Occlusion) -> str:
     """The occlusion row (`occlusion_figure`)."""
     figures = "".join(plot_divs([("occlusion", occlusion_figure(occlusion))], False))
@@ -185,26 +198,20 @@ def occlusion_section(occlusion: Occlusion) -> str:
 
 def steering_section(steering: SteerResult) -> str:
     """The steered and plain continuations, aligned by step, the differences marked."""
-    return "\n".join(
-        [
-            "<h2>Steering</h2>",
-            f'<p class="meta">prompt <code>{escape(steering.steered.prompt)}</code> · layers[{steering.layer}] + '
-            f"{steering.coefficient:g} × vector (norm {steering.norm:.3g})</p>",
-            continuations_html(steering),
-        ]
+    facts = (
+        f"prompt <code>{escape(steering.steered.prompt)}</code> · layers[{steering.layer}] + "
+        f"{steering.coefficient:g} × vector (norm {steering.norm:.3g})"
     )
+    return section("Steering", facts, [], False, [continuations_html(steering)])
 
 
 def branch_section(branch: BranchResult) -> str:
     """A branch beside the original continuation."""
-    return "\n".join(
-        [
-            "<h2>Branch</h2>",
-            f'<p class="meta">step {branch.step}: <code>{escape(show_token(branch.forced_text))}</code> instead of '
-            f"<code>{escape(show_token(branch.original_continuation[0]))}</code></p>",
-            branch_html(branch),
-        ]
+    facts = (
+        f"step {branch.step}: <code>{escape(show_token(branch.forced_text))}</code> instead of "
+        f"<code>{escape(show_token(branch.original_continuation[0]))}</code>"
     )
+    return section("Branch", facts, [], False, [branch_html(branch)])
 
 
 def attribution_section(
@@ -218,13 +225,8 @@ def attribution_section(
         f"{attribution.metric:.4f} · parts sum to {attribution.total:.4f}"
         + (f" · largest heads: {escape(top)}" if top else f" · {escape(attribution.heads_reason or '')}")
     )
-    figures = [("attribution", attribution_figure(attribution, selected))]
-    return "\n".join(
-        [
-            "<h2>Who wrote the answer</h2>",
-            f'<p class="meta">{facts}</p>',
-            f'<div class="figures">{"".join(plot_divs(figures, plotlyjs))}</div>',
-        ]
+    return section(
+        "Who wrote the answer", facts, [("attribution", attribution_figure(attribution, selected))], plotlyjs
     )
 
 
@@ -239,14 +241,7 @@ def contributions_section(
         f"prompt <code>{escape(contributions.prompt)}</code> · {len(contributions.tokens)} tokens · "
         f"{kept} attention edges of share ≥ {picture.threshold:.0%} on the routes to the last token"
     )
-    figures = [("contributions", contribution_figure(picture))]
-    return "\n".join(
-        [
-            "<h2>Through which tokens</h2>",
-            f'<p class="meta">{facts}</p>',
-            f'<div class="figures">{"".join(plot_divs(figures, plotlyjs))}</div>',
-        ]
-    )
+    return section("Through which tokens", facts, [("contributions", contribution_figure(picture))], plotlyjs)
 
 
 def patch_section(
@@ -270,12 +265,8 @@ def patch_section(
     )
     clean = chips(result.clean.texts, selected=token_selected)
     corrupted = chips(result.corrupted.texts, selected=token_selected)
-    return "\n".join(
-        [
-            "<h2>Activation patching</h2>",
-            f'<p class="meta">{facts}</p>',
-            f'<div class="tokens" aria-label="clean prompt tokens">clean {clean}</div>',
-            f'<div class="tokens" aria-label="corrupted prompt tokens">corrupted {corrupted}</div>',
-            f'<div class="figures">{"".join(plot_divs(figures, plotlyjs))}</div>',
-        ]
-    )
+    tokens = [
+        f'<div class="tokens" aria-label="clean prompt tokens">clean {clean}</div>',
+        f'<div class="tokens" aria-label="corrupted prompt tokens">corrupted {corrupted}</div>',
+    ]
+    return section("Activation patching", facts, figures, plotlyjs, tokens)

@@ -16,12 +16,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..requests.patching import PairLens, PatchResult
-from .common import FIGURE_WIDTH, token_axis, escape_token, selection_shapes
+from .common import FIGURE_WIDTH, effect_heatmap, escape_token, selection_shapes, token_axis
 
-__all__ = ["PAIR_NAMES", "EFFECT_COLORSCALE", "pair_figure", "patch_figure"]
+__all__ = ["PAIR_NAMES", "pair_figure", "patch_figure"]
 
-#: Diverging, white at 0: blue where a patch moves the metric away from clean, red towards it.
-EFFECT_COLORSCALE = "RdBu_r"
+# The effect's colours (EFFECT_COLORSCALE): blue where a patch moves the metric away from
+# clean, red towards it.
 
 
 def _layer_axis(layers: int) -> dict:
@@ -39,6 +39,23 @@ def _symmetric(z: np.ndarray) -> float:
     """The colour range's half width: at least 1, so the clean end point has a colour."""
     finite = np.abs(z[np.isfinite(z)])
     return float(max(1.0, finite.max() if finite.size else 1.0))
+
+
+def _layers_figure(heatmap: go.Heatmap, title: str, xaxis: dict, selected: int, revision: str) -> go.Figure:
+    """A layers x columns map: ``layers[0]`` on top, column ``selected`` outlined."""
+    layers, columns = np.asarray(heatmap.z).shape
+    layout = dict(
+        title=dict(text=title, font=dict(size=13)),
+        xaxis=xaxis,
+        yaxis=_layer_axis(layers),
+        shapes=selection_shapes(columns, selected, row=False, column=True, rows=layers),
+        uirevision=revision,
+        width=FIGURE_WIDTH,
+        height=max(300, 34 * layers + 200),
+        margin=dict(l=90, r=20, t=60, b=90),
+        hovermode="closest",
+    )
+    return go.Figure(data=[heatmap], layout=layout)
 
 
 def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
@@ -62,15 +79,10 @@ def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
     axis_name = "head" if result.per_head else "position"
     metric = f"logit({escape_token(result.answer_text)}) − logit({escape_token(result.foil_text)})"
     span = _symmetric(z)
-    heatmap = go.Heatmap(
-        z=z,
-        x=np.arange(columns, dtype=np.int32),
-        y=np.arange(layers, dtype=np.int32),
-        zmid=0.0,
-        zmin=-span,
-        zmax=span,
-        colorscale=EFFECT_COLORSCALE,
-        colorbar=dict(title=dict(text="effect"), thickness=12),
+    heatmap = effect_heatmap(
+        z,
+        span,
+        "effect",
         customdata=customdata,
         hovertemplate=(
             f"%{{customdata[0]}}, {axis_name} %{{x:d}}: %{{customdata[1]}}"
@@ -95,18 +107,7 @@ def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
         f"patching {result.site}: effect on {metric} "
         f"(clean {result.clean_metric:.3f}, corrupted {result.corrupted_metric:.3f})"
     )
-    layout = dict(
-        title=dict(text=title, font=dict(size=13)),
-        xaxis=xaxis,
-        yaxis=_layer_axis(layers),
-        shapes=selection_shapes(columns, selected, row=False, column=True, rows=layers),
-        uirevision=f"patch:{result.site}:{layers}:{columns}",
-        width=FIGURE_WIDTH,
-        height=max(300, 34 * layers + 200),
-        margin=dict(l=90, r=20, t=60, b=90),
-        hovermode="closest",
-    )
-    return go.Figure(data=[heatmap], layout=layout)
+    return _layers_figure(heatmap, title, xaxis, selected, f"patch:{result.site}:{layers}:{columns}")
 
 
 #: What the patching panel calls its two prompts (its boxes' names), in the pair's lens too.
@@ -130,15 +131,10 @@ def pair_figure(pair: PairLens, selected: int = -1, names: tuple[str, str] = ("f
     customdata[:, :, 3] = pair.first_diff.astype(np.float64)
     customdata[:, :, 4] = pair.second_diff.astype(np.float64)
     span = _symmetric(z)
-    heatmap = go.Heatmap(
-        z=z,
-        x=np.arange(count, dtype=np.int32),
-        y=np.arange(layers, dtype=np.int32),
-        zmid=0.0,
-        zmin=-span,
-        zmax=span,
-        colorscale=EFFECT_COLORSCALE,
-        colorbar=dict(title=dict(text=f"{one} − {two}"), thickness=12),
+    heatmap = effect_heatmap(
+        z,
+        span,
+        f"{one} − {two}",
         customdata=customdata,
         hovertemplate=(
             "%{customdata[0]}, position %{x:d}: %{customdata[1]} | %{customdata[2]}"
@@ -148,15 +144,5 @@ def pair_figure(pair: PairLens, selected: int = -1, names: tuple[str, str] = ("f
         name="lens difference",
     )
     metric = f"logit({escape_token(pair.answer_text)}) − logit({escape_token(pair.foil_text)})"
-    layout = dict(
-        title=dict(text=f"lens of {metric}: {one} − {two}", font=dict(size=13)),
-        xaxis=token_axis(first, title=dict(text=f"position ({one})")),
-        yaxis=_layer_axis(layers),
-        shapes=selection_shapes(count, selected, row=False, column=True, rows=layers),
-        uirevision=f"pair:{layers}:{count}",
-        width=FIGURE_WIDTH,
-        height=max(300, 34 * layers + 200),
-        margin=dict(l=90, r=20, t=60, b=90),
-        hovermode="closest",
-    )
-    return go.Figure(data=[heatmap], layout=layout)
+    xaxis = token_axis(first, title=dict(text=f"position ({one})"))
+    return _layers_figure(heatmap, f"lens of {metric}: {one} − {two}", xaxis, selected, f"pair:{layers}:{count}")

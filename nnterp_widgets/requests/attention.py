@@ -23,8 +23,7 @@ from .common import (
     RequestRefused,
     Tokens,
     ablate_block,
-    check_ablate,
-    check_prompt,
+    checked,
     check_size,
     described,
     to_numpy,
@@ -329,8 +328,7 @@ def run_attention_row(
 
 def _pattern_inputs(model, prompt: str, layer: Any, ablate: Sequence) -> tuple:
     """A pattern request's checked inputs: the prompt's ids, the ablated heads, the layer."""
-    ids = check_prompt(model, prompt)
-    heads = check_ablate(model, ablate)
+    ids, heads = checked(model, prompt, ablate)
     layer = int(layer)
     check_layer(model, layer)
     return ids, heads, layer

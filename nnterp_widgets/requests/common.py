@@ -135,6 +135,11 @@ def check_size(estimate: int, limit: int, advice: str) -> None:
         )
 
 
+def checked(model, prompt: str, ablate: Sequence = ()) -> tuple[list[int], tuple[tuple[int, int], ...]]:
+    """A request's prompt ids and its ablated heads, each checked (`check_prompt`, `check_ablate`)."""
+    return check_prompt(model, prompt), check_ablate(model, ablate)
+
+
 def check_ablate(model, ablate: Sequence) -> tuple[tuple[int, int], ...]:
     """``ablate`` as sorted, distinct ``(layer, head)`` pairs, checked against the model."""
     return check_heads(model, ablate) if ablate else ()

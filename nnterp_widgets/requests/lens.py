@@ -17,8 +17,7 @@ from .common import (
     RequestRefused,
     Tokens,
     ablate_block,
-    check_ablate,
-    check_prompt,
+    checked,
     check_size,
     texts_of,
     to_numpy,
@@ -124,8 +123,7 @@ def run_lens(
     max_bytes: int = MAX_RESULT_BYTES,
 ) -> LensGrid:
     """The lens over positions ``start .. stop - 1`` of ``prompt``: one trace."""
-    ids = check_prompt(model, prompt)
-    heads = check_ablate(model, ablate)
+    ids, heads = checked(model, prompt, ablate)
     start, stop = lens_window(len(ids), (start, stop))
     num_layers, k = model.num_layers, int(k)
     check_size(lens_bytes(num_layers, stop - start, k), max_bytes, "narrow the lens window")

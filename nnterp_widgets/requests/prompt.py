@@ -29,8 +29,7 @@ from .common import (
     MAX_RESULT_BYTES,
     Tokens,
     ablate_block,
-    check_ablate,
-    check_prompt,
+    checked,
     check_size,
     described,
     tokens_of,
@@ -92,8 +91,7 @@ def run_prompt(
     before the reads, and then a second invoke of the same trace runs the prompt clean,
     for the result's ``ablation`` (an `AblationDelta`).
     """
-    ids = check_prompt(model, prompt)
-    heads = check_ablate(model, ablate)
+    ids, heads = checked(model, prompt, ablate)
     count = len(ids)
     start, stop = lens_window(count, window)
     layers = pattern_layers(model)

@@ -17,8 +17,7 @@ from .common import (
     MAX_RESULT_BYTES,
     RequestRefused,
     ablate_block,
-    check_ablate,
-    check_prompt,
+    checked,
     check_size,
     described,
     to_numpy,
@@ -95,8 +94,7 @@ def run_value(
     model, prompt: str, value_id: str, *, ablate: Sequence = (), max_bytes: int = MAX_RESULT_BYTES
 ) -> ValueSummary:
     """A summary of one standard value (``model.model.layers.0.mlp.mlp_output``) for ``prompt``."""
-    ids = check_prompt(model, prompt)
-    heads = check_ablate(model, ablate)
+    ids, heads = checked(model, prompt, ablate)
     found = {value.id: value for value in described(model)}
     value = found.get(value_id)
     if value is None:

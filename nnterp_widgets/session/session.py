@@ -21,47 +21,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
-from ..requests import (
-    FLOOR,
-    GENERATE_TOKENS,
-    MAX_RESULT_BYTES,
-    PATTERN_SIDE,
-    AblationDelta,
-    AttentionPattern,
-    Attribution,
-    BranchResult,
-    Contributions,
-    GenerationResult,
-    HeadRoles,
-    LensGrid,
-    LensModes,
-    Occlusion,
-    PairLens,
-    PatchResult,
-    PromptResult,
-    SteerResult,
-    Tokens,
-    ValueSummary,
-    ablation,
-    attribute,
-    branch,
-    build_tree,
-    compare,
-    contributions,
-    follow,
-    generate,
-    head_roles,
-    occlude,
-    patch,
-    run_attention,
-    run_attention_row,
-    run_lens,
-    run_prompt,
-    run_value,
-    steer,
-    steering_vector,
-    tokens_of,
-)
+from .. import requests
 from .engine_log import failure_note, route_engine_logs
 from .job import Job, resolved
 from .kernel_thread import KernelThread
@@ -200,13 +160,13 @@ class Session:
         #: Seconds from `open` to `described` (the tree and the tokenizer, no engine yet).
         self.described_seconds: float | None = None
         #: The most one request may return; lower it to see the refusal (tests do).
-        self.max_result_bytes = MAX_RESULT_BYTES
+        self.max_result_bytes = requests.MAX_RESULT_BYTES
         #: Bytes a request may plan to use on the engine's machine; None: its free memory
         #: now. Lower it to see the refusal (tests do).
         self.memory_limit: int | None = None
         #: The most cells a side a shipped pattern has (longer prompts are max-pooled to it,
         #: a zoom window is at most this wide); lower it to see pooling on a short prompt.
-        self.pattern_side = PATTERN_SIDE
+        self.pattern_side = requests.PATTERN_SIDE
         self._cache: OrderedDict = OrderedDict()
         self._cache_lock = threading.Lock()
         #: Resolves once the module tree and the tokenizer exist, seconds into the start and
@@ -340,7 +300,7 @@ class Session:
         layer: int | None = None,
         window: Any = None,
         ablate: Sequence = (),
-    ) -> Job[PromptResult]:
+    ) -> Job[requests.PromptResult]:
         """What the explorer paints for ``prompt``: one engine request.
 
         Args:
@@ -354,7 +314,7 @@ class Session:
                 change against the clean run.
 
         Returns:
-            A `Job` of a `PromptResult`: the tokens, the model's prediction, the lens, the
+            A `Job` of a `requests.PromptResult`: the tokens, the model's prediction, the lens, the
             pattern and the values' shapes. What it holds is cached for later requests.
         """
         if key is not None:
@@ -364,7 +324,9 @@ class Session:
 
         def run(engine, job):
             self._fits(engine, prompt, patterns=1)
-            return run_prompt(engine, prompt, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side)
+            return requests.run_prompt(
+                engine, prompt, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side
+            )
 
         job = self._submit(run, key=key, what="prompt")
 
@@ -389,7 +351,7 @@ class Session:
         ablate: Sequence = (),
         window: Any = None,
         side: int | None = None,
-    ) -> Job[AttentionPattern]:
+    ) -> Job[requests.AttentionPattern]:
         """One layer's attention pattern for ``prompt``: one request, cached.
 
         Args:
@@ -403,7 +365,7 @@ class Session:
             side: a zoom window's side, at most ``pattern_side`` (its default).
 
         Returns:
-            A `Job` of an `AttentionPattern`.
+            A `Job` of an `requests.AttentionPattern`.
         """
         heads = _heads(ablate)
         limit, side = self.max_result_bytes, _side(side, self.pattern_side, window)
@@ -411,13 +373,15 @@ class Session:
 
         def run(engine):
             self._fits(engine, prompt, patterns=1)
-            return run_attention(engine, prompt, layer, window=origin, ablate=heads, max_bytes=limit, side=side)
+            return requests.run_attention(
+                engine, prompt, layer, window=origin, ablate=heads, max_bytes=limit, side=side
+            )
 
         return self._cached(("attention", prompt, heads, int(layer), origin, side), key, "attention", run)
 
     def attention_row(
         self, prompt: Prompt, layer: int, query: int, *, key: str | None = None, ablate: Sequence = ()
-    ) -> Job[AttentionPattern]:
+    ) -> Job[requests.AttentionPattern]:
         """One query's exact weights over every key of ``prompt``, in every head of ``layer``:
         one request, cached (the token view of a prompt past ``pattern_side`` tokens).
 
@@ -429,20 +393,20 @@ class Session:
             ablate: ``(layer, head)`` pairs zeroed in this run.
 
         Returns:
-            A `Job` of a one-row `AttentionPattern` (``query_start`` is ``query``).
+            A `Job` of a one-row `requests.AttentionPattern` (``query_start`` is ``query``).
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
 
         def run(engine):
             self._fits(engine, prompt, patterns=1)
-            return run_attention_row(engine, prompt, layer, query, ablate=heads, max_bytes=limit)
+            return requests.run_attention_row(engine, prompt, layer, query, ablate=heads, max_bytes=limit)
 
         return self._cached(("attention_row", prompt, heads, int(layer), int(query)), key, "attention_row", run)
 
     def lens(
         self, prompt: Prompt, start: int, stop: int, *, key: str | None = None, ablate: Sequence = ()
-    ) -> Job[LensGrid]:
+    ) -> Job[requests.LensGrid]:
         """The logit lens over some positions of ``prompt``: one request, cached.
 
         Args:
@@ -452,7 +416,7 @@ class Session:
             ablate: ``(layer, head)`` pairs zeroed in this run.
 
         Returns:
-            A `Job` of a `LensGrid`.
+            A `Job` of a `requests.LensGrid`.
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
@@ -460,12 +424,12 @@ class Session:
             ("lens", prompt, heads, int(start), int(stop)),
             key,
             "lens",
-            lambda engine: run_lens(engine, prompt, start, stop, ablate=heads, max_bytes=limit),
+            lambda engine: requests.run_lens(engine, prompt, start, stop, ablate=heads, max_bytes=limit),
         )
 
     def value(
         self, prompt: Prompt, value_id: str, *, key: str | None = None, ablate: Sequence = ()
-    ) -> Job[ValueSummary]:
+    ) -> Job[requests.ValueSummary]:
         """One standard value for ``prompt``, summarised: one request, cached.
 
         Args:
@@ -475,7 +439,7 @@ class Session:
             ablate: ``(layer, head)`` pairs zeroed in this run.
 
         Returns:
-            A `Job` of a `ValueSummary` (shape, dtype, statistics and a preview slice).
+            A `Job` of a `requests.ValueSummary` (shape, dtype, statistics and a preview slice).
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
@@ -483,7 +447,7 @@ class Session:
             ("value", prompt, heads, value_id),
             key,
             "value",
-            lambda engine: run_value(engine, prompt, value_id, ablate=heads, max_bytes=limit),
+            lambda engine: requests.run_value(engine, prompt, value_id, ablate=heads, max_bytes=limit),
         )
 
     def _cached(self, entry: tuple, key: str | None, what: str, fn: Callable[[Any], R]) -> Job[R]:
@@ -510,13 +474,13 @@ class Session:
     def tree(self, tokens: int | None = None, step: int | None = None) -> list[dict]:
         """The module tree (plain dicts), with each value's shape for ``tokens`` tokens if given.
 
-        ``tokens`` may also be a `PromptResult` (its token count). ``step``: availability on
+        ``tokens`` may also be a `requests.PromptResult` (its token count). ``step``: availability on
         that generation step (0 the prefill; on a decode step the pattern is greyed with
         the engine's reason). No engine request.
         """
         if tokens is not None and not isinstance(tokens, int):
             tokens = len(tokens.tokens)
-        return build_tree(self._engine(), tokens, step)
+        return requests.build_tree(self._engine(), tokens, step)
 
     def describe(self, tokens: int | None = None, step: int | None = None) -> tuple:
         """The engine's value descriptions (see `StandardizedVLLM.describe`), on ``step`` if given."""
@@ -532,7 +496,7 @@ class Session:
         site: str = "layer_output",
         key: str | None = None,
         progress: bool = False,
-    ) -> Job[PatchResult]:
+    ) -> Job[requests.PatchResult]:
         """Activation patching: the clean run's ``site`` into the corrupted run, one cell at a time.
 
         Args:
@@ -545,17 +509,17 @@ class Session:
             progress: draw a progress bar (cells patched).
 
         Returns:
-            A `Job` of a `PatchResult` (its ``effect``: 0 is the corrupted run, 1 the clean);
+            A `Job` of a `requests.PatchResult` (its ``effect``: 0 is the corrupted run, 1 the clean);
             its progress counts cells, its partial answer holds the rows patched so far.
         """
         return self._submit(
-            lambda engine, job: patch(engine, clean, corrupted, answer, foil, site, progress=job),
+            lambda engine, job: requests.patch(engine, clean, corrupted, answer, foil, site, progress=job),
             key=key,
             what="patching sweep",
             progress=progress,
         )
 
-    def compare(self, first: Prompt, second: Prompt, answer, foil, *, key: str | None = None) -> Job[PairLens]:
+    def compare(self, first: Prompt, second: Prompt, answer, foil, *, key: str | None = None) -> Job[requests.PairLens]:
         """Both prompts' logit lens and their difference.
 
         Args:
@@ -564,11 +528,13 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of a `PairLens`.
+            A `Job` of a `requests.PairLens`.
         """
-        return self.request(lambda engine: compare(engine, first, second, answer, foil), key=key, what="pair lens")
+        return self.request(
+            lambda engine: requests.compare(engine, first, second, answer, foil), key=key, what="pair lens"
+        )
 
-    def ablation(self, prompt: Prompt, heads, *, key: str | None = None) -> Job[AblationDelta]:
+    def ablation(self, prompt: Prompt, heads, *, key: str | None = None) -> Job[requests.AblationDelta]:
         """``prompt`` with some heads zeroed, against the clean run: one request.
 
         Args:
@@ -577,25 +543,25 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of an `AblationDelta` (the clean top-k's probabilities in both runs).
+            A `Job` of an `requests.AblationDelta` (the clean top-k's probabilities in both runs).
         """
-        return self.request(lambda engine: ablation(engine, prompt, heads), key=key, what="ablation")
+        return self.request(lambda engine: requests.ablation(engine, prompt, heads), key=key, what="ablation")
 
     def generate(
         self,
         prompt: Prompt,
-        max_tokens: int = GENERATE_TOKENS,
+        max_tokens: int = requests.GENERATE_TOKENS,
         *,
         target=None,
         key: str | None = None,
         progress: bool = False,
         **sampling: Any,
-    ) -> Job[GenerationResult]:
+    ) -> Job[requests.GenerationResult]:
         """``prompt``, then up to ``max_tokens`` tokens, with the lens at every step: one request.
 
         Args:
             prompt: the prompt's text.
-            max_tokens: how many tokens to generate at most.
+            max_tokens: how many tokens to requests.generate at most.
             target: a token (an id or one token's text) whose probability and rank are
                 added to the lens modes.
             key: names the asker (newest wins under it); ``None``: never replaced.
@@ -603,16 +569,16 @@ class Session:
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
 
         Returns:
-            A `Job` of a `GenerationResult`.
+            A `Job` of a `requests.GenerationResult`.
         """
         return self._submit(
-            lambda engine, job: generate(engine, prompt, max_tokens, target=target, **sampling),
+            lambda engine, job: requests.generate(engine, prompt, max_tokens, target=target, **sampling),
             key=key,
             what="generation",
             progress=progress,
         )
 
-    def follow(self, prompt: Prompt, target=None, *, key: str | None = None) -> Job[LensModes]:
+    def follow(self, prompt: Prompt, target=None, *, key: str | None = None) -> Job[requests.LensModes]:
         """The prompt's lens in every mode, following one token: one request.
 
         Args:
@@ -622,11 +588,11 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of `LensModes`.
+            A `Job` of `requests.LensModes`.
         """
-        return self.request(lambda engine: follow(engine, prompt, target), key=key, what="lens modes")
+        return self.request(lambda engine: requests.follow(engine, prompt, target), key=key, what="lens modes")
 
-    def attribute(self, prompt: Prompt, answer, foil=None, *, key: str | None = None) -> Job[Attribution]:
+    def attribute(self, prompt: Prompt, answer, foil=None, *, key: str | None = None) -> Job[requests.Attribution]:
         """Who wrote the answer: each head's, MLP's and bias's direct effect, one request.
 
         Args:
@@ -637,11 +603,15 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of an `Attribution`, whose parts add up to its metric.
+            A `Job` of an `requests.Attribution`, whose parts add up to its metric.
         """
-        return self.request(lambda engine: attribute(engine, prompt, answer, foil), key=key, what="attribution")
+        return self.request(
+            lambda engine: requests.attribute(engine, prompt, answer, foil), key=key, what="attribution"
+        )
 
-    def contributions(self, prompt: Prompt, floor: float = FLOOR, *, key: str | None = None) -> Job[Contributions]:
+    def contributions(
+        self, prompt: Prompt, floor: float = requests.FLOOR, *, key: str | None = None
+    ) -> Job[requests.Contributions]:
         """Every block's contribution shares on the prompt (the contribution graph,
         Ferrando & Voita): one request.
 
@@ -652,14 +622,14 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of `Contributions`, whose ``graph(threshold)`` keeps the routes to the
+            A `Job` of `requests.Contributions`, whose ``graph(threshold)`` keeps the routes to the
             last position.
         """
 
         def run(engine):
             # Beside one layer's pattern: each position's messages per head, and their copy.
             self._fits(engine, prompt, patterns=1, per_token=2 * engine.num_heads * engine.hidden_size * 4)
-            return contributions(engine, prompt, floor)
+            return requests.contributions(engine, prompt, floor)
 
         return self.request(run, key=key, what="contribution graph")
 
@@ -669,17 +639,17 @@ class Session:
         vector,
         layer: int,
         coefficient: float = 1.0,
-        max_tokens: int = GENERATE_TOKENS,
+        max_tokens: int = requests.GENERATE_TOKENS,
         *,
         key: str | None = None,
         progress: bool = False,
         **sampling: Any,
-    ) -> Job[SteerResult]:
+    ) -> Job[requests.SteerResult]:
         """``prompt`` continued with a vector added to one layer's output, and without it: one request.
 
         Args:
             prompt: the prompt's text.
-            vector: ``[hidden]`` (e.g. from `steering_vector`).
+            vector: ``[hidden]`` (e.g. from `requests.steering_vector`).
             layer: ``coefficient * vector`` is added to ``layers[layer].layer_output`` at
                 every position and step.
             coefficient: the vector's scale.
@@ -689,10 +659,10 @@ class Session:
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
 
         Returns:
-            A `Job` of a `SteerResult` (``steered`` and ``plain``, each a `GenerationResult`).
+            A `Job` of a `requests.SteerResult` (``steered`` and ``plain``, each a `requests.GenerationResult`).
         """
         return self._submit(
-            lambda engine, job: steer(engine, prompt, vector, layer, coefficient, max_tokens, **sampling),
+            lambda engine, job: requests.steer(engine, prompt, vector, layer, coefficient, max_tokens, **sampling),
             key=key,
             what="steering",
             progress=progress,
@@ -713,30 +683,38 @@ class Session:
             ``positive`` minus the same over ``negative``.
         """
         return self.request(
-            lambda engine: steering_vector(engine, positive, negative, layer), key=key, what="steering vector"
+            lambda engine: requests.steering_vector(engine, positive, negative, layer), key=key, what="steering vector"
         )
 
     def branch(
-        self, generation: GenerationResult, step: int, token, max_tokens: int | None = None, *, key: str | None = None
-    ) -> Job[BranchResult]:
+        self,
+        generation: requests.GenerationResult,
+        step: int,
+        token,
+        max_tokens: int | None = None,
+        *,
+        key: str | None = None,
+    ) -> Job[requests.BranchResult]:
         """A generation with another token forced at one step, continued greedily: one request.
 
         Args:
-            generation: the `GenerationResult` branched from.
+            generation: the `requests.GenerationResult` branched from.
             step: the step whose token is replaced.
             token: the forced token (an id or one token's text).
-            max_tokens: how many tokens the branch writes (by default as many as the original
+            max_tokens: how many tokens the requests.branch writes (by default as many as the original
                 wrote after ``step``, at least one).
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of a `BranchResult`.
+            A `Job` of a `requests.BranchResult`.
         """
-        return self.request(lambda engine: branch(engine, generation, step, token, max_tokens), key=key, what="branch")
+        return self.request(
+            lambda engine: requests.branch(engine, generation, step, token, max_tokens), key=key, what="branch"
+        )
 
     def occlude(
         self, prompt: Prompt, answer, mode: str = "replace", *, key: str | None = None, progress: bool = False
-    ) -> Job[Occlusion]:
+    ) -> Job[requests.Occlusion]:
         """Each input token occluded in turn, in chunks of invokes.
 
         Args:
@@ -747,17 +725,17 @@ class Session:
             progress: draw a progress bar (positions occluded).
 
         Returns:
-            A `Job` of an `Occlusion`; its progress counts positions, its partial answer
+            A `Job` of an `requests.Occlusion`; its progress counts positions, its partial answer
             holds the positions occluded so far (the others NaN).
         """
         return self._submit(
-            lambda engine, job: occlude(engine, prompt, answer, mode, progress=job),
+            lambda engine, job: requests.occlude(engine, prompt, answer, mode, progress=job),
             key=key,
             what="occlusion",
             progress=progress,
         )
 
-    def head_roles(self, prompt: Prompt, *, key: str | None = None) -> Job[HeadRoles]:
+    def head_roles(self, prompt: Prompt, *, key: str | None = None) -> Job[requests.HeadRoles]:
         """Each head's mean weight on the previous token, the first token and itself over
         ``prompt``'s prefill: one request.
 
@@ -766,9 +744,9 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of `HeadRoles`.
+            A `Job` of `requests.HeadRoles`.
         """
-        return self.request(lambda engine: head_roles(engine, prompt), key=key, what="head roles")
+        return self.request(lambda engine: requests.head_roles(engine, prompt), key=key, what="head roles")
 
     def support(self) -> dict:
         return self._engine().support()
@@ -798,12 +776,12 @@ class Session:
         they do): what the explorer draws before the engine is ready."""
         self.described.add_done_callback(lambda future: callback())
 
-    def tokens(self, text: str) -> Tokens:
-        """``text``'s tokens as the engine will see them: the tokenizer only, no engine
+    def tokens(self, prompt: Prompt) -> requests.Tokens:
+        """``prompt``'s tokens as the engine will see them: the tokenizer only, no engine
         request (works once `described`; blocks until then)."""
         self.described.result()
         engine = self._engine()
-        return tokens_of(engine, engine.tokenizer(text)["input_ids"])
+        return requests.tokens_of(engine, engine.tokenizer(prompt)["input_ids"])
 
     @property
     def engine_requests(self) -> int:

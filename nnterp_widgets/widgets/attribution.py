@@ -10,13 +10,11 @@ token, an empty prompt) shows the session's message and the next one is served.
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 import ipywidgets
 import traitlets
 
 from ..requests.attribution import Attribution
-from ..session import Session
 from ..figures.attribution import attribution_figure
 from ..figures.html import attribution_section
 from .lifecycle import one_at_a_time
@@ -45,20 +43,13 @@ class AttributionPanel(ToolView, PlotPanel):
     _run_label = "attribute"
     _run_tooltip = "each head's and MLP's direct effect on the answer's logit"
 
-    def __init__(
-        self,
-        session: Session,
-        prompt: str | Callable[[], str],
-        answer: str = " Paris",
-        foil: str = " Rome",
-        **kwargs: Any,
-    ) -> None:
-        self._defaults = (answer, foil)
-        super().__init__(session, prompt, **kwargs)
+    _options = {"answer": " Paris", "foil": " Rome"}
+
+    def _connect(self) -> None:
         self.observe(lambda change: self._outline(), "selected_head")
 
     def _controls(self) -> list:
-        answer, foil = self._defaults
+        answer, foil = self._defaults["answer"], self._defaults["foil"]
         self.answer_box = ipywidgets.Text(value=answer, description="answer", layout=ipywidgets.Layout(width="220px"))
         self.foil_box = ipywidgets.Text(value=foil, description="foil", layout=ipywidgets.Layout(width="220px"))
         return [ipywidgets.HBox([self.answer_box, self.foil_box, self.run_button])]

@@ -9,12 +9,10 @@ the answer already held, with no new request. A click on a node selects its toke
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 import ipywidgets
 
 from ..requests.contributions import Contributions
-from ..session import Session
 from ..requests.contributions import FLOOR, THRESHOLD
 from ..figures.contributions import contribution_figure, route_picture
 from ..figures.html import contributions_section
@@ -41,16 +39,14 @@ class ContributionPanel(ToolView, PlotPanel):
     _run_label = "graph"
     _run_tooltip = "each token's share in every stream, every layer: one engine request"
 
-    def __init__(
-        self, session: Session, prompt: str | Callable[[], str], threshold: float = THRESHOLD, **kwargs: Any
-    ) -> None:
-        self._defaults = threshold
-        super().__init__(session, prompt, **kwargs)
+    _options = {"threshold": THRESHOLD}
+
+    def _connect(self) -> None:
         self.threshold.observe(one_at_a_time(lambda change: self._render()), "value")
 
     def _controls(self) -> list:
         self.threshold = ipywidgets.FloatSlider(
-            value=self._defaults,
+            value=self._defaults["threshold"],
             min=FLOOR,
             max=MAX_THRESHOLD,
             step=0.01,

@@ -170,6 +170,11 @@ class Asking(OneAtATime):
         return self._ask_lines.setdefault(line, _Line())
 
     @property
+    def _asked(self) -> int:
+        """How many requests the view's first line has asked (the newest's number)."""
+        return self._ask_lines[MAIN].asked
+
+    @property
     def _idle(self) -> threading.Event:
         return self._ask_lines[MAIN].idle
 

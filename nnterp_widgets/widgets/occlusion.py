@@ -8,12 +8,10 @@ with `occlusion_figure`. A click on a token selects it in the explorer
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 import ipywidgets
 
 from ..requests.occlusion import Occlusion
-from ..session import Session
 from ..requests.occlusion import MODES
 from ..figures.causal import occlusion_figure
 from ..figures.html import occlusion_section
@@ -36,16 +34,14 @@ class OcclusionPanel(ToolView, PlotPanel):
     _run_label = "occlude"
     _run_tooltip = "occlude each token in turn (one batch)"
 
-    def __init__(
-        self, session: Session, prompt: str | Callable[[], str], answer: str = " Paris", **kwargs: Any
-    ) -> None:
-        self._defaults = answer
-        super().__init__(session, prompt, **kwargs)
+    _options = {"answer": " Paris"}
+
+    def _connect(self) -> None:
         self.measure_picker.observe(one_at_a_time(lambda change: self._render()), "value")
 
     def _controls(self) -> list:
         self.answer_box = ipywidgets.Text(
-            value=self._defaults, description="answer", layout=ipywidgets.Layout(width="220px")
+            value=self._defaults["answer"], description="answer", layout=ipywidgets.Layout(width="220px")
         )
         self.mode_picker = ipywidgets.Dropdown(options=list(MODES), value=MODES[0], description="occlude by")
         self.measure_picker = ipywidgets.Dropdown(options=["logit", "probability"], value="logit", description="show Δ")

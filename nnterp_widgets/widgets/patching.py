@@ -18,7 +18,6 @@ that head's column here only (``selected_head``): a head is no token.
 
 from __future__ import annotations
 
-from typing import Any
 
 import ipywidgets
 import traitlets
@@ -31,7 +30,6 @@ from ..figures.common import selection_shapes
 from ..figures.html import patch_section
 from ..figures.patching import PAIR_NAMES, pair_figure, patch_figure
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
-from ..session import Session
 
 __all__ = ["DEFAULT_PAIR", "PatchPanel"]
 
@@ -67,21 +65,9 @@ class PatchPanel(ToolView, PlotPanel):
     #: It has prompts of its own: never of an earlier explorer prompt.
     shown_prompt = None
 
-    def __init__(
-        self,
-        session: Session,
-        clean: str = DEFAULT_PAIR[0],
-        corrupted: str = DEFAULT_PAIR[1],
-        answer: str = DEFAULT_PAIR[2],
-        foil: str = DEFAULT_PAIR[3],
-        site: str = SITES[0],
-        **kwargs: Any,
-    ) -> None:
-        self._defaults = (clean, corrupted, answer, foil, site)
-        self._sweep: PatchResult | None = None
-        self.pair: PairLens | None = None
-        self._pair_inputs: tuple | None = None  # what ``pair`` was asked for
-        super().__init__(session, None, **kwargs)
+    _options = dict(zip(("clean", "corrupted", "answer", "foil"), DEFAULT_PAIR, strict=True), site=SITES[0])
+
+    def _connect(self) -> None:
         # The maps join the page when the first sweep lands (side by side where the page
         # is wide enough): no bare axes before it, and no plotly view built inside a
         # hidden box, where its layout depends on timing.
@@ -90,7 +76,10 @@ class PatchPanel(ToolView, PlotPanel):
         self.observe(self._on_head, "selected_head")
 
     def _controls(self) -> list:
-        clean, corrupted, answer, foil, site = self._defaults
+        clean, corrupted, answer, foil, site = self._defaults.values()
+        self._sweep: PatchResult | None = None
+        self.pair: PairLens | None = None
+        self._pair_inputs: tuple | None = None  # what ``pair`` was asked for
         self.clean_box = _box(clean, "clean", "48%")
         self.corrupted_box = _box(corrupted, "corrupted", "48%")
         self.answer_box = _box(answer, "answer", "220px")

@@ -10,12 +10,11 @@ one is served.
 
 from __future__ import annotations
 
-from typing import Any, Callable
 
 import ipywidgets
 
 from ..requests import SteerResult
-from ..session import Job, Session, resolved
+from ..session import Job, resolved
 from ..figures.causal import continuations_html
 from ..figures.html import steering_section
 from .lifecycle import MAIN, one_at_a_time
@@ -39,21 +38,9 @@ class SteerPanel(ToolView, PlotPanel):
     _run_label = "steer"
     _run_tooltip = "generate with and without the vector"
 
-    def __init__(
-        self,
-        session: Session,
-        prompt: str | Callable[[], str],
-        *,
-        layer: int = 0,
-        coefficient: float = 4.0,
-        **kwargs: Any,
-    ) -> None:
-        self._defaults = (layer, coefficient)
-        self._steered_result: SteerResult | None = None
-        self.vector = None
-        self._vector_inputs: tuple | None = None
-        self.output = ipywidgets.HTML("")
-        super().__init__(session, prompt, **kwargs)
+    _options = {"layer": 0, "coefficient": 4.0}
+
+    def _connect(self) -> None:
         self.children = (*self.children, self.output)
 
     @property
@@ -62,7 +49,11 @@ class SteerPanel(ToolView, PlotPanel):
         return self._steered_result
 
     def _controls(self) -> list:
-        layer, coefficient = self._defaults
+        layer, coefficient = self._defaults["layer"], self._defaults["coefficient"]
+        self._steered_result: SteerResult | None = None
+        self.vector = None
+        self._vector_inputs: tuple | None = None
+        self.output = ipywidgets.HTML("")
         self.positive_box = ipywidgets.Text(
             DEFAULT_POSITIVE, description="positive", layout=ipywidgets.Layout(width="48%")
         )

@@ -6,9 +6,10 @@ the answer, with its controls, its state and its part of the HTML export.
         _shown_as = "occlusion"              # the attribute holding the answer shown
         _asks_for = "occlusion"              # what `wait` says it waits for
         _default_key = "occlude"
+        _options = {"answer": " Paris"}      # keyword options and their defaults (self._defaults)
 
         def _controls(self):                 # the tool's boxes and button, built once
-            self.answer_box = ipywidgets.Text(" Paris")
+            self.answer_box = ipywidgets.Text(self._defaults["answer"])
             return [ipywidgets.HBox([self.answer_box, self.run_button])]
 
         def export_section(self, selected_token=-1):   # its part of the page, or ""
@@ -38,6 +39,9 @@ class ToolView(Asking):
     _figure_slots: tuple[str, ...] = ("figure",)
     _layout: dict = {}
 
+    #: The tool's own keyword options and their defaults; the constructor keeps them in ``_defaults``.
+    _options: dict = {}
+
     def __init__(
         self,
         session: Session,
@@ -46,6 +50,7 @@ class ToolView(Asking):
         key: str | None = None,
         **kwargs: Any,
     ) -> None:
+        self._defaults = {name: kwargs.pop(name, default) for name, default in self._options.items()}
         self.session = session
         self.key = key if key is not None else self._default_key
         self._prompt = prompt if callable(prompt) else (lambda: prompt)
@@ -55,6 +60,7 @@ class ToolView(Asking):
         self.run_button = ipywidgets.Button(description=self._run_label, tooltip=self._run_tooltip)
         super().__init__(self._controls(), self._figure_slots, **self._layout, **kwargs)
         self.run_button.on_click(lambda button: self.run())
+        self._connect()
 
     #: The run button's label and tooltip.
     _run_label = "run"
@@ -63,6 +69,9 @@ class ToolView(Asking):
     def _controls(self) -> list:
         """The tool's control rows (built once, in the constructor; the run button exists)."""
         raise NotImplementedError
+
+    def _connect(self) -> None:
+        """Observers of the built view (its traits, its controls): none by default."""
 
     def run(self) -> None:
         """Ask the session for the tool's answer about the prompt."""
