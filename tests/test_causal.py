@@ -7,6 +7,8 @@ forward hook (steering) or the same token ids fed (branching, occlusion).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -172,8 +174,62 @@ def test_occlusion_is_transformers_on_each_occluded_prompt(session, mode):
     np.testing.assert_allclose(result.delta_logit, result.logits - result.clean_logit)
 
 
+LONG = " ".join(["The Eiffel Tower is in Paris, and the Colosseum is in Rome."] * 6) + " The Eiffel Tower is in"
+
+
+@pytest.mark.parametrize("mode", ["replace", "drop"])
+def test_a_long_prompts_occlusion_answers_blocks_first_and_is_transformers_on_each_prompt_it_ran(session, mode):
+    from nnterp_widgets.requests.occlusion import COARSE_FROM, REFINE_SHARE, occluded
+
+    job = session.occlude(LONG, " Paris", mode=mode)
+    partials = []
+    job.on_progress(lambda j: partials.append(j.partial()))
+    result = job.result(300)
+    ids = list(result.tokens.ids)
+    assert len(ids) > COARSE_FROM and result.blocks
+    # The coarse row came first: a partial answer with every position valued and none exact.
+    coarse = next(p for p in partials if p is not None and not np.isnan(p.logits).any())
+    assert not coarse.exact.any()
+    # The blocks tile the prompt; the strongest were refined, about REFINE_SHARE of the tokens.
+    assert [b[0] for b in result.blocks][1:] == [b[1] for b in result.blocks][:-1]
+    assert result.blocks[0][0] == 0 and result.blocks[-1][1] == len(ids)
+    assert 0 < result.exact.sum() <= REFINE_SHARE * len(ids) + 12
+    strength = np.abs(result.block_logits - result.clean_logit)
+    refined = [i for i, (start, stop) in enumerate(result.blocks) if result.exact[start:stop].all()]
+    assert strength[refined].min() >= np.delete(strength, refined).max()
+    # Each prompt it ran is transformers: the clean one, each block, each refined token.
+    assert result.clean_logit == pytest.approx(hf_answer(ids, result.answer)[0], abs=1e-4)
+    for (start, stop), logit in zip(result.blocks, result.block_logits, strict=True):
+        assert logit == pytest.approx(
+            hf_answer(occluded(ids, (start, stop), mode, result.neutral), result.answer)[0], abs=1e-4
+        )
+    for position in np.flatnonzero(result.exact):
+        expected = hf_answer(occluded(ids, (position, position + 1), mode, result.neutral), result.answer)
+        assert result.logits[position] == pytest.approx(expected[0], abs=1e-4), position
+    for start, stop in result.blocks:  # a token not refined shows its block's value
+        inexact = ~result.exact[start:stop]
+        assert (result.logits[start:stop][inexact] == result.block_logits[result.blocks.index((start, stop))]).all()
+    # The full resolution is still there.
+    whole = session.occlude(LONG, " Paris", mode=mode, resolution="token").result(300)
+    assert whole.exact.all() and not whole.blocks
+    np.testing.assert_allclose(whole.logits[result.exact], result.logits[result.exact], atol=1e-4)
+
+
+def test_occlusion_can_be_stopped_and_the_next_request_is_answered_at_once(session):
+    job = session.occlude(LONG, " Paris", resolution="token")
+    while job.progress[0] == 0 and not job.done():
+        time.sleep(0.01)
+    job.cancel()
+    following = session.attribute(PROMPT, " Paris").result(120)
+    assert job.cancelled() and following is not None
+    done, total = job.progress
+    assert done < total and job.partial() is not None
+
+
 def test_bad_occlusion_input_is_refused(session):
     with pytest.raises(InterventionError, match="unknown occlusion mode"):
         session.occlude(PROMPT, " Paris", mode="mask").result(60)
+    with pytest.raises(InterventionError, match="unknown occlusion resolution"):
+        session.occlude(PROMPT, " Paris", resolution="words").result(60)
     with pytest.raises(InterventionError, match="exactly one token"):
         session.occlude(PROMPT, " Paris is", mode="replace").result(60)

@@ -163,3 +163,24 @@ def test_no_progress_never_stops_a_request():
         job.set_running_or_notify_cancel()
         job.cancel()
         job.advance(1)
+
+
+def test_gather_answers_every_part_follows_the_first_and_cancels_them_all(worker):
+    from nnterp_widgets.session import gather
+
+    both = gather([worker.submit(None, chunked(3)), worker.submit(None, lambda engine, progress: "pair")])
+    seen = []
+    assert both.result(10) == ([0, 1, 2], "pair")
+    started = threading.Event()
+    long = worker.submit(None, chunked(500, seconds=0.01, started=started), Job("sweep"))
+    other = Job("pair")
+    together = gather([long, other])
+    together.on_progress(lambda j: seen.append(j.progress))
+    assert started.wait(10)
+    while not seen:
+        time.sleep(0.01)
+    assert seen[-1][1] == 500 and together.partial()  # the sweep's rows so far
+    together.cancel()
+    assert together.cancelled() and other.cancelled()
+    assert worker.submit(None, lambda engine, progress: "free").result(10) == "free"
+    assert long.cancelled()

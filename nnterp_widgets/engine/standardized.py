@@ -374,9 +374,21 @@ class StandardizedVLLM(VLLM):
         normed = self.norm(flat)
         if isinstance(normed, tuple):
             normed = normed[0]
-        bias = getattr(head, "bias", None) if self._family.head_bias else None
-        logits = self.logits_processor(head, normed, bias)
+        logits = self.logits_processor(head, normed, self.head_bias())
         return logits.reshape(*leading, logits.shape[-1])
+
+    def head_bias(self) -> torch.Tensor | None:
+        """The unembedding's bias where the family's head has one (the logits processor
+        adds it), else None."""
+        return getattr(self.unembedding(), "bias", None) if self._family.head_bias else None
+
+    def lens_modules(self) -> tuple:
+        """The modules the lens runs a stream through, as vLLM holds them: ``(final norm,
+        unembedding, logits processor, head bias)``. Inside a trace only (they are the
+        worker's): what a request keeps to run the lens again later (`requests.kept`)."""
+        if not _in_trace():
+            raise RuntimeError(TRACE_ONLY.format(name="lens_modules"))
+        return module_of(self.norm), self.unembedding(), module_of(self.logits_processor), self.head_bias()
 
     def unembedding(self) -> torch.nn.Module:
         """The module whose weight the logits processor projects with: ``lm_head``, or,

@@ -78,8 +78,13 @@ def occlusion_figure(occlusion: Occlusion, measure: str = "logit") -> go.Figure:
     delta = occlusion.delta_logit if measure == "logit" else occlusion.delta_prob
     z = np.asarray(delta, dtype=np.float64)[None, :]
     count = z.shape[1]
-    half = float(np.abs(z).max()) or 1.0
-    labels = [escape_token(t) for t in occlusion.tokens.texts]
+    finite = np.abs(z[np.isfinite(z)])  # a partial answer has NaN where nothing is occluded yet
+    half = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    # A token not occluded alone shows its block's value, and says so on hover.
+    labels = [
+        escape_token(t) + ("" if exact else " (its block)")
+        for t, exact in zip(occlusion.tokens.texts, occlusion.exact, strict=True)
+    ]
     custom = np.empty((1, count, 3), dtype=object)
     custom[0, :, 0] = labels
     custom[0, :, 1] = occlusion.delta_logit

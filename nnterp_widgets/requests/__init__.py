@@ -29,7 +29,8 @@ from .generation import (
     generate,
 )
 from .heads import HeadRoles, head_roles
-from .lens import LensGrid, run_lens
+from .kept import KEPT_BYTES, KEPT_PROMPTS, keep_bytes, run_kept_lens, stream_key
+from .lens import LensGrid, lens_window, run_lens
 from .occlusion import Occlusion, occlude
 from .patching import PairLens, PatchResult, compare, patch
 from .prompt import PromptResult, run_prompt
@@ -39,6 +40,12 @@ from .tree import build_tree
 from .values import ValueSummary, run_value
 
 __all__ = [
+    "KEPT_BYTES",
+    "KEPT_PROMPTS",
+    "keep_bytes",
+    "lens_window",
+    "run_kept_lens",
+    "stream_key",
     "FLOOR",
     "GENERATE_TOKENS",
     "MAX_RESULT_BYTES",

@@ -9,11 +9,18 @@
                                    # probability and rank when ``target=`` was given)
     modes = session.follow("The Eiffel Tower is in", " Paris").result()  # the prompt's
 
-A generation is one trace over the steps (nnsight's ``tracer.iter``): step 0 is the
-prefill, whose lens is read at the last prompt position; each later step is a decode
-step, one position. Everything is reduced in the worker (top-k, entropy, a target's
-probability and rank), so no vocabulary-sized array leaves it, and moved to the CPU
-before it is saved (an engine on a GPU serves CUDA tensors).
+A generation runs in chunks, each one trace over some steps (nnsight's ``tracer.iter``):
+the first chunk's step 0 is the prefill, whose lens is read at the last prompt position;
+each later step writes one token. A later chunk starts from the token ids written so far
+(its first step re-reads the sequence, as a prefill), so a job reports its progress and
+partial answer between chunks and a cancel stops there; chunks are sized to about
+`CHUNK_S` seconds from the pace of the one before (the first is `FIRST_CHUNK` steps, so
+the first tokens show at once). Greedy generation is the same in chunks or in one trace;
+a sampled one (``temperature > 0``) draws each chunk afresh. The lens of a step is one
+matrix product: every layer's last stream, stacked, through the final norm and the
+unembedding. Everything is reduced in the worker (top-k, entropy, a target's probability
+and rank), so no vocabulary-sized array leaves it, and moved to the CPU before it is
+saved (an engine on a GPU serves CUDA tensors).
 """
 
 from __future__ import annotations
@@ -26,12 +33,19 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
+import time
+
+from .common import LENS_K, RequestRefused, Tokens, check_prompt, one_token, texts_of, token_text, tokens_of
 from .lens import LensGrid
-from .common import Tokens
-from .common import LENS_K, RequestRefused, check_prompt, one_token, texts_of, token_text, tokens_of
+from .progress import NO_PROGRESS, Progress
 
 #: Tokens a generation writes unless told otherwise.
 GENERATE_TOKENS = 8
+#: Steps in a generation's first chunk: its first tokens show at once.
+FIRST_CHUNK = 2
+#: Seconds a later chunk aims at (from the pace of the one before): a cancel waits at most
+#: about this long, and each chunk's re-read of the sequence costs little beside it.
+CHUNK_S = 1.0
 #: Sampling unless told otherwise: greedy, so a generation is reproducible.
 GREEDY = MappingProxyType({"temperature": 0.0})
 
@@ -350,24 +364,74 @@ def check_ids(model, ids: Any) -> list[int]:
 
 def step_reads(model, step: int, k: int, target_id: int | None, added: tuple | None = None) -> dict:
     """Inside a trace, on one generation step: what a `GenerationStep` is built from.
+    The lens is one matrix product: every layer's last stream, stacked, projected at once.
     ``added = (layer, vector)``: the vector is added to that layer's output stream at
     every position of the step before the lens reads it (an invoke touches values in
     execution order, so the edit happens inside the walk over the layers)."""
     found = {}
     if step == 0:
         found["input_ids"] = model.input_ids[0].cpu()
-    found["lens"] = []
+    streams = []
     for index, layer in enumerate(model.layers):
         stream = layer.layer_output
         if added is not None and index == added[0]:
             stream[:] += added[1].to(device=stream.device, dtype=stream.dtype)
-        found["lens"].append(lens_stats(model.project_on_vocab(stream[:, -1:])[0, 0], k, target_id))
+        streams.append(stream[0, -1:])
+    found["lens"] = lens_stats(model.project_on_vocab(torch.cat(streams)), k, target_id)
     found["model"] = lens_stats(model.logits.reshape(-1), k, None)
     logits = model.logits
     # Broken logits: not finite (the CPU's final norm), or all equal: a stream too large to
     # square in float32 comes out of a GPU's fused norm as zeros, so every token ties.
     found["logits_usable"] = bool(torch.isfinite(logits).all() & (logits.amax() > logits.amin()))
     found["token"] = model.samples.reshape(-1).cpu()
+    return found
+
+
+def run_chunks(
+    model,
+    sequences: list[tuple[list[int], tuple | None]],
+    max_tokens: int,
+    settings: dict,
+    step: Any,
+    progress: Progress = NO_PROGRESS,
+    partial: Any = None,
+) -> list[list[dict]]:
+    """Generate up to ``max_tokens`` steps for each of ``sequences`` (``(ids, added)``: one
+    invoke each, in one trace a chunk), chunk by chunk; ``step(index, added)`` reads a step
+    inside the trace. Between chunks ``progress`` hears the steps written (the first
+    sequence's) and ``partial(found)`` builds the answer so far. A sequence ends at its end
+    of text; the generation ends when every sequence has."""
+    found: list[list[dict]] = [[] for _ in sequences]
+    ids = [list(sequence) for sequence, _ in sequences]
+    live = [True] * len(sequences)
+    progress.start(max_tokens)
+    chunk, written = min(FIRST_CHUNK, max_tokens), 0
+    least = int(settings.get("min_tokens", 0) or 0)
+    while written < max_tokens and any(live):
+        chunk = min(chunk, max_tokens - written)
+        chunk_settings = {**settings, "max_tokens": chunk}
+        if least:
+            chunk_settings["min_tokens"] = min(chunk, max(0, least - written))
+        plan = [(index, ids[index], sequences[index][1]) for index in range(len(sequences)) if live[index]]
+        started = time.perf_counter()
+        with model.trace(**chunk_settings) as tracer:
+            out = dict().save()
+            for index, sequence, added in plan:
+                with tracer.invoke(sequence):
+                    steps = list()
+                    for at in tracer.iter[:chunk]:
+                        steps.append(step(written + at, added))
+                    out[index] = steps
+        for index, _, _ in plan:
+            steps = out.get(index, [])
+            found[index].extend(steps)
+            ids[index].extend(int(s["token"][0]) for s in steps)
+            if len(steps) < chunk or model.tokenizer.eos_token_id in [int(s["token"][0]) for s in steps]:
+                live[index] = False
+        written = max(len(steps) for steps in found)  # the live sequences move together
+        seconds = (time.perf_counter() - started) / max(1, chunk)
+        progress.advance(written, (lambda: partial(found)) if partial is not None and found[0] else None)
+        chunk = max(1, min(max_tokens, int(CHUNK_S / max(seconds, 1e-3))))
     return found
 
 
@@ -378,24 +442,35 @@ def generate(
     *,
     target: Any = None,
     k: int = LENS_K,
+    progress: Progress = NO_PROGRESS,
     **sampling: Any,
 ) -> GenerationResult:
-    """Generate up to ``max_tokens`` tokens after ``prompt`` (text, or token ids) in one trace.
+    """Generate up to ``max_tokens`` tokens after ``prompt`` (text, or token ids), in chunks.
 
     Greedy unless ``sampling`` (vLLM's sampling settings) says otherwise. Checks the
     length and the target first: bad input raises `GenerationError` before any request.
+    ``progress`` hears the tokens written after each chunk; its partial answer is the
+    generation so far.
     """
     prompt_ids = check_prompt(model, prompt) if isinstance(prompt, str) else check_ids(model, prompt)
     max_tokens = check_max_tokens(model, prompt_ids, max_tokens)
     followed = resolve_target(model, target)
     settings = sampling_settings(sampling)
     target_id = None if followed is None else followed.id
-    source = prompt if isinstance(prompt, str) else prompt_ids
-    with model.trace(source, max_tokens=max_tokens, **settings) as tracer:
-        steps = list().save()
-        for step in tracer.iter[:max_tokens]:
-            steps.append(step_reads(model, step, k, target_id))
-    return generation_result(model, prompt, steps, followed, settings)
+
+    def result(found: list) -> GenerationResult:
+        return generation_result(model, prompt, prompt_ids, found[0], followed, settings)
+
+    found = run_chunks(
+        model,
+        [(prompt_ids, None)],
+        max_tokens,
+        settings,
+        lambda index, added: step_reads(model, index, k, target_id),
+        progress,
+        result,
+    )
+    return result(found)
 
 
 def follow(model, prompt: str, target: Any, k: int = 1) -> LensModes:
@@ -410,41 +485,42 @@ def follow(model, prompt: str, target: Any, k: int = 1) -> LensModes:
             lens_stats(model.project_on_vocab(layer.layer_output)[0], k, target_id) for layer in model.layers
         ]
     ids = [int(i) for i in out["input_ids"].tolist()]
-    return _modes(model, tokens_of(model, ids), tuple(range(len(ids))), out["lens"], followed)
+    stats = {name: torch.stack([layer[name] for layer in out["lens"]]) for name in out["lens"][0]}
+    return _modes(model, tokens_of(model, ids), tuple(range(len(ids))), stats, followed)
 
 
 # -- building the data (client side) ----------------------------------------------------
 
 
-def _modes(model, columns: Tokens, positions: tuple, lens: list, followed: Target | None) -> LensModes:
-    """`LensModes` from per-layer `lens_stats` whose leading axis is the columns."""
-    top_ids = np.stack([layer["top_ids"][..., 0].numpy() for layer in lens])
+def _modes(model, columns: Tokens, positions: tuple, stats: dict, followed: Target | None) -> LensModes:
+    """`LensModes` from `lens_stats` whose leading axes are ``[layers, columns]``."""
+    top_ids = stats["top_ids"][..., 0].numpy()
     return LensModes(
         columns=columns,
         positions=positions,
         top_ids=top_ids,
-        top_probs=np.stack([layer["top_probs"][..., 0].numpy() for layer in lens]),
+        top_probs=stats["top_probs"][..., 0].numpy(),
         top_texts=texts_of(model, top_ids),
-        entropy=np.stack([layer["entropy"].numpy() for layer in lens]),
+        entropy=stats["entropy"].numpy(),
         target=followed,
-        probability=None if followed is None else np.stack([layer["probability"].numpy() for layer in lens]),
-        rank=None if followed is None else np.stack([layer["rank"].numpy() for layer in lens]),
+        probability=None if followed is None else stats["probability"].numpy(),
+        rank=None if followed is None else stats["rank"].numpy(),
     )
 
 
 def generation_result(
-    model, prompt: str | list[int], found: list, followed: Target | None, settings: dict
+    model, prompt: str | list[int], prompt_ids: list[int], found: list, followed: Target | None, settings: dict
 ) -> GenerationResult:
     """A `GenerationResult` from the steps' `step_reads` (client side)."""
     if not isinstance(prompt, str):
         prompt = model.tokenizer.decode(list(prompt))
     text = token_text(model.tokenizer)
-    prompt_ids = [int(i) for i in found[0]["input_ids"].tolist()]
+    prompt_ids = [int(i) for i in prompt_ids]
     written = [int(step["token"][0]) for step in found]
     start = len(prompt_ids)
     steps = []
     for index, step in enumerate(found):
-        lens_ids = np.stack([layer["top_ids"].numpy() for layer in step["lens"]])
+        lens_ids = step["lens"]["top_ids"].numpy()
         steps.append(
             GenerationStep(
                 index=index,
@@ -452,7 +528,7 @@ def generation_result(
                 token=written[index],
                 text=text(written[index]),
                 lens_ids=lens_ids,
-                lens_probs=np.stack([layer["top_probs"].numpy() for layer in step["lens"]]),
+                lens_probs=step["lens"]["top_probs"].numpy(),
                 lens_texts=texts_of(model, lens_ids),
                 model_ids=step["model"]["top_ids"].numpy(),
                 model_probs=step["model"]["top_probs"].numpy(),
@@ -460,13 +536,10 @@ def generation_result(
                 availability=model.support(step=index),
             )
         )
-    # Per layer, the steps' stats side by side: the columns of the modes.
-    per_layer = [
-        {name: torch.stack([step["lens"][layer][name] for step in found]) for name in found[0]["lens"][layer]}
-        for layer in range(len(found[0]["lens"]))
-    ]
+    # The steps' stats side by side: ``[layers, steps, ...]``, the columns of the modes.
+    stats = {name: torch.stack([step["lens"][name] for step in found], dim=1) for name in found[0]["lens"]}
     tokens = tokens_of(model, prompt_ids + written)
     modes = _modes(
-        model, Tokens(tokens.ids[start:], tokens.texts[start:]), tuple(s.position for s in steps), per_layer, followed
+        model, Tokens(tokens.ids[start:], tokens.texts[start:]), tuple(s.position for s in steps), stats, followed
     )
     return GenerationResult(prompt, tokens, start, tuple(steps), modes, settings)

@@ -1,15 +1,21 @@
-"""Occlusion: which input tokens the answer depends on, every position in one request.
+"""Occlusion: which input tokens the answer depends on.
 
     saliency = session.occlude("The Eiffel Tower is in the city of", " Paris").result()
     saliency.delta_logit       # [tokens]: the answer's logit with that token occluded, minus the clean one
     saliency.delta_prob        # the same for its probability
+    saliency.exact             # [tokens]: True where the token was occluded alone
 
-Each position is occluded in its own invoke: its token replaced by a neutral one
+A position is occluded in its own invoke: its token replaced by a neutral one
 (``mode="replace"``, the default: `NEUTRAL`, a single space, or the end-of-text token
-where a space is not one token) or dropped (``mode="drop"``: the prompt one token
-shorter). The clean prompt is one more invoke. Invokes go `OCCLUDE_INVOKES` to a request,
-so a prompt of N tokens takes ceil((N + 1) / OCCLUDE_INVOKES) requests; each invoke
-returns two numbers.
+where a space is not one token) or dropped (``mode="drop"``). The clean prompt is one more
+invoke. Invokes go `OCCLUDE_INVOKES` to a request.
+
+Past `COARSE_FROM` tokens (``resolution="auto"``) it answers early: it first occludes
+blocks of about `BLOCK_TOKENS` consecutive tokens (whole words where the tokenizer marks
+them), which is a full-width coarse row at an eighth of the cost, then occludes the tokens
+of the strongest blocks one by one, about `REFINE_SHARE` of the prompt's tokens; a token
+not refined shows its block's value (``exact`` False). ``resolution="token"`` occludes
+every token alone.
 """
 
 from __future__ import annotations
@@ -29,6 +35,14 @@ NEUTRAL = " "
 MODES = ("replace", "drop")
 #: Invokes per request (as a patching sweep's: each ships its own locals).
 OCCLUDE_INVOKES = 64
+RESOLUTIONS = ("auto", "token")
+#: From this many tokens, "auto" occludes blocks first (below it every token alone costs little).
+COARSE_FROM = 64
+#: Tokens a coarse block holds, about (whole words where the tokenizer marks them).
+BLOCK_TOKENS = 8
+#: Of the prompt's tokens, the share refined one by one: the strongest blocks' tokens.
+REFINE_SHARE = 0.2
+UNKNOWN_RESOLUTION = "unknown occlusion resolution {resolution!r}; the resolutions are {resolutions}"
 UNKNOWN_MODE = "unknown occlusion mode {mode!r}; the modes are {modes}"
 TOO_SHORT = "dropping a token needs a prompt of at least 2 tokens"
 
@@ -37,9 +51,13 @@ TOO_SHORT = "dropping a token needs a prompt of at least 2 tokens"
 class Occlusion:
     """The answer's logit and probability with each input token occluded.
 
-    ``logits[i]`` / ``probs[i]``: with position ``i`` occluded; ``clean_logit`` /
+    ``logits[i]`` / ``probs[i]``: with position ``i`` occluded (where ``exact[i]``), else
+    with the block holding it occluded; NaN for a position not reached yet (a job's
+    partial answer). ``blocks``: the coarse blocks ``(start, stop)`` occluded whole, with
+    ``block_logits`` / ``block_probs`` (empty at full resolution). ``clean_logit`` /
     ``clean_prob``: the prompt as it is. ``neutral`` / ``neutral_text``: the replacing
-    token (None when dropping). ``requests``: engine requests taken.
+    token (None when dropping). ``requests``: engine requests taken. Logits are the
+    answer's raw logit; probabilities are in 0..1.
     """
 
     prompt: str
@@ -54,6 +72,14 @@ class Occlusion:
     logits: np.ndarray
     probs: np.ndarray
     requests: int
+    exact: np.ndarray | None = None
+    blocks: tuple = ()
+    block_logits: np.ndarray | None = None
+    block_probs: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.exact is None:
+            object.__setattr__(self, "exact", np.ones(len(self.tokens), dtype=bool))
 
     @property
     def delta_logit(self) -> np.ndarray:
@@ -66,7 +92,8 @@ class Occlusion:
 
     def most_needed(self, k: int = 3) -> list[tuple[int, str, float]]:
         """The ``k`` positions whose occlusion lowers the answer's logit most: (position, text, Δlogit)."""
-        order = np.argsort(self.delta_logit, kind="stable")[:k]
+        delta = np.where(np.isnan(self.delta_logit), np.inf, self.delta_logit)
+        order = [i for i in np.argsort(delta, kind="stable")[:k] if np.isfinite(delta[i])]
         return [(int(i), self.tokens.texts[i], float(self.delta_logit[i])) for i in order]
 
 
@@ -80,44 +107,81 @@ def neutral_token(model) -> tuple[int, str]:
     return int(eos), tokenizer.decode([eos])
 
 
+def occluded(ids: list[int], span: tuple[int, int], mode: str, neutral: int | None) -> list[int]:
+    """The prompt with positions ``span`` (start, stop) occluded: replaced or dropped."""
+    start, stop = span
+    middle = [] if mode == "drop" else [neutral] * (stop - start)
+    return ids[:start] + middle + ids[stop:]
+
+
 def variants(ids: list[int], mode: str, neutral: int | None) -> list[list[int]]:
-    """Each position's occluded prompt (token ids)."""
-    if mode == "drop":
-        return [ids[:i] + ids[i + 1 :] for i in range(len(ids))]
-    return [ids[:i] + [neutral] + ids[i + 1 :] for i in range(len(ids))]
+    """Each position's occluded prompt (token ids), at full resolution."""
+    return [occluded(ids, (i, i + 1), mode, neutral) for i in range(len(ids))]
 
 
-def occlude(model, prompt: str, answer: Any, mode: str = "replace", progress: Progress = NO_PROGRESS) -> Occlusion:
-    """Every position of ``prompt`` occluded in turn: the answer's logit and probability.
+def word_blocks(texts: tuple[str, ...], size: int = BLOCK_TOKENS) -> list[tuple[int, int]]:
+    """Consecutive positions in blocks of about ``size`` tokens, cut between words (a token
+    whose text starts with a space or a newline starts a word) where one is near."""
+    starts = [i for i, text in enumerate(texts) if i == 0 or text[:1].isspace()]
+    blocks, start = [], 0
+    while start < len(texts):
+        stop = min(start + size, len(texts))
+        cuts = [i for i in starts if start + size // 2 <= i <= stop]
+        stop = cuts[-1] if cuts and stop < len(texts) else stop
+        blocks.append((start, stop))
+        start = stop
+    return blocks
+
+
+def occlude(
+    model,
+    prompt: str,
+    answer: Any,
+    mode: str = "replace",
+    resolution: str = "auto",
+    progress: Progress = NO_PROGRESS,
+) -> Occlusion:
+    """The prompt's positions occluded: the answer's logit and probability each time.
 
     Args:
         model: the `StandardizedVLLM`.
         prompt: the prompt; the answer is read at its last position.
         answer: a token's id or one token's text.
         mode: ``"replace"`` (by `neutral_token`) or ``"drop"``.
-        progress: told of each chunk's positions (`Progress`); its partial answer holds the
-            positions occluded so far, NaN at the others.
+        resolution: ``"auto"`` (blocks first past `COARSE_FROM` tokens, then the strongest
+            refined) or ``"token"`` (every token alone).
+        progress: told of each chunk's invokes (`Progress`); its partial answer holds what
+            is occluded so far, NaN elsewhere.
 
     Returns:
         An `Occlusion`.
     """
     if mode not in MODES:
         raise InterventionError(UNKNOWN_MODE.format(mode=mode, modes=", ".join(MODES)))
+    if resolution not in RESOLUTIONS:
+        raise InterventionError(UNKNOWN_RESOLUTION.format(resolution=resolution, resolutions=", ".join(RESOLUTIONS)))
     ids = check_prompt(model, prompt)
     if mode == "drop" and len(ids) < 2:
         raise InterventionError(TOO_SHORT)
     answer_id, answer_text = one_token(model, answer, "answer", InterventionError)
     neutral, neutral_text = neutral_token(model) if mode == "replace" else (None, None)
-    prompts = [ids] + variants(ids, mode, neutral)
     tokens = tokens_of(model, ids)
-    found: list = []
-    requests = 0
+    count = len(ids)
+    coarse = resolution == "auto" and count > COARSE_FROM
+    blocks = word_blocks(tokens.texts) if coarse else []
+    if mode == "drop":  # a block dropped whole must leave a prompt
+        blocks = [span for span in blocks if span[1] - span[0] < count]
+    state = {
+        "values": np.full((count, 2), np.nan),
+        "exact": np.zeros(count, dtype=bool),
+        "blocks": np.full((len(blocks), 2), np.nan),
+        "clean": (np.nan, np.nan),
+        "requests": 0,
+    }
 
     def result() -> Occlusion:
-        values = np.full((len(prompts), 2), np.nan)
-        values[: len(found)] = [[float(logit), float(prob)] for logit, prob in found]
-        logits, probs = values[1:, 0].copy(), values[1:, 1].copy()
-        for array in (logits, probs):
+        values, block_values = state["values"].copy(), state["blocks"].copy()
+        for array in (values, block_values):
             array.setflags(write=False)
         return Occlusion(
             prompt=prompt,
@@ -127,18 +191,59 @@ def occlude(model, prompt: str, answer: Any, mode: str = "replace", progress: Pr
             mode=mode,
             neutral=neutral,
             neutral_text=neutral_text,
-            clean_logit=float(values[0, 0]),
-            clean_prob=float(values[0, 1]),
-            logits=logits,
-            probs=probs,
-            requests=requests,
+            clean_logit=float(state["clean"][0]),
+            clean_prob=float(state["clean"][1]),
+            logits=values[:, 0],
+            probs=values[:, 1],
+            requests=state["requests"],
+            exact=state["exact"].copy(),
+            blocks=tuple(blocks),
+            block_logits=block_values[:, 0],
+            block_probs=block_values[:, 1],
         )
 
-    progress.start(len(prompts) - 1)
-    for start in range(0, len(prompts), OCCLUDE_INVOKES):
-        found.extend(_run(model, prompts[start : start + OCCLUDE_INVOKES], answer_id))
-        requests += 1
-        progress.advance(len(found) - 1, result)
+    def run(spans: list, land, done_before: int) -> None:
+        prompts = [occluded(ids, span, mode, neutral) for span in spans]
+        found = 0
+        for start in range(0, len(prompts), OCCLUDE_INVOKES):
+            rows = _run(model, prompts[start : start + OCCLUDE_INVOKES], answer_id)
+            state["requests"] += 1
+            for offset, row in enumerate(rows):
+                land(start + offset, row)
+            found += len(rows)
+            progress.advance(done_before + found, result)
+
+    first = [(0, 0)] + (blocks if coarse else [(i, i + 1) for i in range(count)])
+    refine_budget = int(REFINE_SHARE * count) if coarse else 0
+    progress.start(len(first) - 1 + refine_budget)
+
+    def land_first(index: int, row) -> None:
+        if index == 0:
+            state["clean"] = row
+        elif coarse:
+            start, stop = blocks[index - 1]
+            state["blocks"][index - 1] = row
+            state["values"][start:stop] = row
+        else:
+            state["values"][index - 1] = row
+            state["exact"][index - 1] = True
+
+    run(first, land_first, -1)
+    if coarse:
+        strength = np.abs(state["blocks"][:, 0] - state["clean"][0])
+        refined: list[int] = []
+        for block in np.argsort(-strength, kind="stable"):
+            start, stop = blocks[block]
+            if len(refined) + (stop - start) > max(refine_budget, stop - start) and refined:
+                break
+            refined.extend(range(start, stop))
+        progress.start(len(first) - 1 + len(refined))
+
+        def land_refined(index: int, row) -> None:
+            state["values"][refined[index]] = row
+            state["exact"][refined[index]] = True
+
+        run([(i, i + 1) for i in refined], land_refined, len(first) - 1)
     return result()
 
 
@@ -156,5 +261,5 @@ def _run(model, prompts: list[list[int]], answer: int) -> list:
 
 
 def occlusion_requests(tokens: int, chunk: int = OCCLUDE_INVOKES) -> int:
-    """Engine requests an occlusion of a ``tokens``-token prompt takes."""
+    """Engine requests a full-resolution occlusion of a ``tokens``-token prompt takes."""
     return math.ceil((tokens + 1) / chunk)

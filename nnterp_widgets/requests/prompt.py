@@ -35,6 +35,7 @@ from .common import (
     tokens_of,
     top_k,
 )
+from .kept import keep as keep_streams
 from .lens import LensGrid, lens_bytes, lens_grid, lens_window
 
 
@@ -64,6 +65,8 @@ class PromptResult:
     #: With heads ablated: the ablated run against the clean one (an `AblationDelta`,
     #: from a second invoke of the same trace); else None.
     ablation: Any = None
+    #: The key the engine's worker keeps this prompt's streams under (`kept`), or None.
+    kept: str | None = None
 
     @property
     def patterns(self) -> dict:
@@ -82,6 +85,7 @@ def run_prompt(
     k: int = LENS_K,
     max_bytes: int = MAX_RESULT_BYTES,
     side: int = PATTERN_SIDE,
+    keep: str | None = None,
 ) -> PromptResult:
     """What the explorer paints first, for ``prompt``: one trace.
 
@@ -89,7 +93,9 @@ def run_prompt(
     default; max-pooled to ``side`` cells a side past ``side`` tokens); ``window``: the
     lens's positions (see `lens_window`); ``ablate``: heads ``(layer, head)`` zeroed
     before the reads, and then a second invoke of the same trace runs the prompt clean,
-    for the result's ``ablation`` (an `AblationDelta`).
+    for the result's ``ablation`` (an `AblationDelta`). ``keep``: a key under which the
+    worker keeps every layer's stream of the prompt (`kept`), so that another lens window
+    of it needs no forward.
     """
     ids, heads = checked(model, prompt, ablate)
     count = len(ids)
@@ -111,13 +117,20 @@ def run_prompt(
         with tracer.invoke(ids):  # the prompt (tokenised once, here), with the heads ablated if any
             out["input_ids"] = model.input_ids[0].cpu()
             out["lens"] = []
+            streams = []
             for index in range(num_layers):
                 layer_block = model.layers[index]
                 if index == shown:
                     out["pattern"] = pattern_payload(layer_block.self_attn.attention_probabilities, block)
                 ablate_block(model, heads, index)
-                out["lens"].append(top_k(model.project_on_vocab(layer_block.layer_output[0, start:stop]), k))
+                stream = layer_block.layer_output[0]
+                if keep is not None:
+                    streams.append(stream)
+                out["lens"].append(top_k(model.project_on_vocab(stream[start:stop]), k))
             out["model_top"] = top_k(model.logits[0, -1], k)
+            if keep is not None:
+                keep_streams(keep, streams, *model.lens_modules())
+                out["kept"] = keep
             if heads:
                 out["ablated"] = model.next_token_probs[0].float().cpu()
         if heads:
@@ -129,4 +142,8 @@ def run_prompt(
     attention = attention_pattern(tokens, shown, num_layers, out["pattern"], block) if shown is not None else None
     shapes = {value.id: value.shape for value in described(model, count)}
     nbytes = lens.top_ids.nbytes + lens.top_probs.nbytes + (attention.nbytes if attention is not None else 0)
-    return PromptResult(prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8), ablation)
+    kept = out.get("kept")
+    result = PromptResult(
+        prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8), ablation, kept
+    )
+    return result

@@ -27,11 +27,13 @@ from .generation import (
     GenerationResult,
     check_max_tokens,
     generation_result,
+    run_chunks,
     sampling_settings,
     step_reads,
 )
-from .sites import LAYER_OUT_OF_RANGE
 from .common import LENS_K, check_prompt
+from .progress import NO_PROGRESS, Progress
+from .sites import LAYER_OUT_OF_RANGE
 
 VECTOR_WIDTH = "the steering vector has {got} numbers; this model's stream has {want} (hidden_size)"
 VECTOR_NOT_FINITE = "the steering vector holds a value that is not finite (NaN or infinity)"
@@ -119,9 +121,10 @@ def steer(
     max_tokens: int = GENERATE_TOKENS,
     *,
     k: int = LENS_K,
+    progress: Progress = NO_PROGRESS,
     **sampling: Any,
 ) -> SteerResult:
-    """One request: ``prompt`` generated with ``coefficient * vector`` added to
+    """``prompt`` generated with ``coefficient * vector`` added to
     ``layers[layer].layer_output`` at every position and step, and without it.
 
     Args:
@@ -131,6 +134,8 @@ def steer(
         layer: the block whose output stream is steered.
         coefficient: the vector's multiplier.
         max_tokens: tokens each continuation writes.
+        progress: hears the steps written after each chunk (`generation.run_chunks`);
+            its partial answer is both continuations so far.
         sampling: vLLM's sampling settings (greedy by default).
 
     Returns:
@@ -146,31 +151,31 @@ def steer(
         raise SteeringError(OVERFLOW.format(coefficient=coefficient, norm=float(direction.norm())))
     layer = check_layer(model, layer)
     settings = sampling_settings(sampling)
-    with model.trace(max_tokens=max_tokens, **settings) as tracer:
-        out = dict().save()
-        with tracer.invoke(prompt):
-            steered = list()
-            for step in tracer.iter[:max_tokens]:
-                steered.append(step_reads(model, step, k, None, added=(layer, added)))
-            out["steered"] = steered
-        with tracer.invoke(prompt):
-            plain = list()
-            for step in tracer.iter[:max_tokens]:
-                plain.append(step_reads(model, step, k, None))
-            out["plain"] = plain
-    if "steered" not in out or "plain" not in out:
-        raise SteeringError(DID_NOT_FINISH.format(coefficient=coefficient, layer=layer))
-    for index, found in enumerate(out["steered"]):
-        if not found["logits_usable"]:
-            norm = float(direction.norm())
-            raise SteeringError(NOT_FINITE_LOGITS.format(coefficient=coefficient, layer=layer, step=index, norm=norm))
-    return SteerResult(
-        layer=layer,
-        coefficient=coefficient,
-        norm=float(direction.norm()),
-        steered=generation_result(model, prompt, out["steered"], None, settings),
-        plain=generation_result(model, prompt, out["plain"], None, settings),
+    norm = float(direction.norm())
+
+    def reads(index: int, steer_with: Any) -> dict:
+        return step_reads(model, index, k, None, added=steer_with)
+
+    def result(found: list) -> SteerResult:
+        steered, plain = found
+        return SteerResult(
+            layer=layer,
+            coefficient=coefficient,
+            norm=norm,
+            steered=generation_result(model, prompt, prompt_ids, steered, None, settings),
+            plain=generation_result(model, prompt, prompt_ids, plain, None, settings),
+        )
+
+    found = run_chunks(
+        model, [(prompt_ids, (layer, added)), (prompt_ids, None)], max_tokens, settings, reads, progress, result
     )
+    out = {"steered": found[0], "plain": found[1]}
+    if not out["steered"] or not out["plain"]:
+        raise SteeringError(DID_NOT_FINISH.format(coefficient=coefficient, layer=layer))
+    for index, step in enumerate(out["steered"]):
+        if not step["logits_usable"]:
+            raise SteeringError(NOT_FINITE_LOGITS.format(coefficient=coefficient, layer=layer, step=index, norm=norm))
+    return result(found)
 
 
 def steering_vector(model, positive: str, negative: str, layer: int) -> np.ndarray:

@@ -9,7 +9,7 @@ What each request computes, and the result types, are in `nnterp_widgets.request
 """
 
 from ..requests import RequestRefused, ResultTooLarge
-from .job import Job, resolved
+from .job import Job, gather, resolved
 from .kernel_thread import KernelThread
 from .memory import MemoryRefused
 from .session import Session
@@ -29,5 +29,6 @@ __all__ = [
     "State",
     "Status",
     "Superseded",
+    "gather",
     "resolved",
 ]

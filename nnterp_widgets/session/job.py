@@ -98,10 +98,7 @@ class Job(Future, Progress, Generic[R]):
         chained.set_running_or_notify_cancel()
         current: list[Future] = [self]
 
-        def cancel_current() -> None:
-            current[0].cancel()
-
-        chained._on_cancel = cancel_current
+        chained.cancels([lambda: current[0].cancel()])
 
         def relay(done: Future, last: bool) -> None:
             if chained.done():
@@ -124,6 +121,23 @@ class Job(Future, Progress, Generic[R]):
         self.add_done_callback(lambda job: relay(job, False))
         return chained
 
+    def mirror(self, other: "Job") -> None:
+        """Report ``other``'s progress and partial answer as this job's own (a job made of
+        several requests follows its long one)."""
+
+        def copy(job: Job) -> None:
+            self.started_at = job.started_at
+            self._progress = job.progress
+            self._partial = job.partial
+            for watcher in list(self._watchers):
+                watcher(self)
+
+        other.on_progress(copy)
+
+    def cancels(self, parts: list[Callable[[], Any]]) -> None:
+        """Cancelling this job calls each of ``parts`` (the cancels of the requests it is made of)."""
+        self._on_cancel = lambda: [cancel() for cancel in parts]
+
     def show_progress(self) -> "Job[R]":
         """Draw a tqdm bar of this job's progress (text in a script, a widget in a notebook)."""
         from tqdm.auto import tqdm
@@ -144,7 +158,8 @@ class Job(Future, Progress, Generic[R]):
     # -- what the request reports (the engine's thread) -----------------------------------
 
     def start(self, total: int) -> None:
-        self._progress = (0, int(total))
+        """The request's size; said again when it learns more (what is done is kept)."""
+        self._progress = (self._progress[0], int(total))
         self._check()
 
     def advance(self, count: int, partial: Callable[[], Any] | None = None) -> None:
@@ -195,6 +210,38 @@ class Job(Future, Progress, Generic[R]):
         total = self._progress[1]
         self._progress = (total if total is not None else 1, total if total is not None else 1)
         self.set_result(result)
+
+
+def gather(jobs: list[Job]) -> Job:
+    """One job for several requests: their results as a tuple once every one is done, or
+    the error of the first (in ``jobs``' order) that failed. Its progress and partial answer
+    are the first job's (a sweep beside its pair's lens); cancelling it cancels them all."""
+    combined: Job = Job(jobs[0].what)
+    combined.set_running_or_notify_cancel()
+    combined.mirror(jobs[0])
+    combined.cancels([job.cancel for job in jobs])
+    left = [len(jobs)]
+    lock = threading.Lock()
+
+    def one_done(_) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0]:
+                return
+        if combined.done():
+            return
+        for job in jobs:
+            if job.cancelled():
+                combined.end_cancelled()
+                return
+            if job.exception() is not None:
+                combined.set_exception(job.exception())
+                return
+        combined.finish(tuple(job.result() for job in jobs))
+
+    for job in jobs:
+        job.add_done_callback(one_done)
+    return combined
 
 
 def resolved(value: Any, what: str = "request") -> Job:

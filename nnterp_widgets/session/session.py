@@ -168,6 +168,9 @@ class Session:
         #: a zoom window is at most this wide); lower it to see pooling on a short prompt.
         self.pattern_side = requests.PATTERN_SIDE
         self._cache: OrderedDict = OrderedDict()
+        #: Stream key -> (tokens, the model's top-k) of the prompts whose streams the engine's
+        #: worker keeps (`requests.kept`): their lens windows need no forward.
+        self._kept: dict = {}
         self._cache_lock = threading.Lock()
         #: Resolves once the module tree and the tokenizer exist, seconds into the start and
         #: before the engine's processes are up: `tree` and `tokens` answer from then on.
@@ -323,9 +326,12 @@ class Session:
         limit, side = self.max_result_bytes, self.pattern_side
 
         def run(engine, job):
-            self._fits(engine, prompt, patterns=1)
+            count = len(engine.tokenizer(prompt)["input_ids"]) if isinstance(prompt, str) else 0
+            kept = requests.keep_bytes(engine.num_layers, 1, engine.hidden_size)
+            keep = requests.stream_key(prompt, heads) if kept * count <= requests.KEPT_BYTES else None
+            self._fits(engine, prompt, patterns=1, per_token=kept if keep else 0)
             return requests.run_prompt(
-                engine, prompt, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side
+                engine, prompt, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side, keep=keep
             )
 
         job = self._submit(run, key=key, what="prompt")
@@ -338,6 +344,10 @@ class Session:
                 self._remember(("attention", prompt, heads, result.attention.layer, None, side), result.attention)
             lens = result.lens
             self._remember(("lens", prompt, heads, lens.start, lens.stop), lens)
+            if result.kept is not None:  # what the worker keeps: the newest prompts'
+                self._kept[result.kept] = (result.tokens, (lens.model_top_probs, lens.model_top_ids))
+                while len(self._kept) > requests.KEPT_PROMPTS:
+                    self._kept.pop(next(iter(self._kept)))
 
         job.add_done_callback(remember)
         return job
@@ -420,12 +430,20 @@ class Session:
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
-        return self._cached(
-            ("lens", prompt, heads, int(start), int(stop)),
-            key,
-            "lens",
-            lambda engine: requests.run_lens(engine, prompt, start, stop, ablate=heads, max_bytes=limit),
-        )
+        kept = self._kept.get(requests.stream_key(prompt, heads))
+
+        def run(engine):
+            if kept is not None:  # the prompt's streams are kept in the worker: no forward
+                tokens, model_top = kept
+                first, last = requests.lens_window(len(tokens), (start, stop))
+                grid = requests.run_kept_lens(
+                    engine, requests.stream_key(prompt, heads), tokens, first, last, model_top=model_top
+                )
+                if grid is not None:
+                    return grid
+            return requests.run_lens(engine, prompt, start, stop, ablate=heads, max_bytes=limit)
+
+        return self._cached(("lens", prompt, heads, int(start), int(stop)), key, "lens", run)
 
     def value(
         self, prompt: Prompt, value_id: str, *, key: str | None = None, ablate: Sequence = ()
@@ -572,7 +590,7 @@ class Session:
             A `Job` of a `requests.GenerationResult`.
         """
         return self._submit(
-            lambda engine, job: requests.generate(engine, prompt, max_tokens, target=target, **sampling),
+            lambda engine, job: requests.generate(engine, prompt, max_tokens, target=target, progress=job, **sampling),
             key=key,
             what="generation",
             progress=progress,
@@ -662,7 +680,9 @@ class Session:
             A `Job` of a `requests.SteerResult` (``steered`` and ``plain``, each a `requests.GenerationResult`).
         """
         return self._submit(
-            lambda engine, job: requests.steer(engine, prompt, vector, layer, coefficient, max_tokens, **sampling),
+            lambda engine, job: requests.steer(
+                engine, prompt, vector, layer, coefficient, max_tokens, progress=job, **sampling
+            ),
             key=key,
             what="steering",
             progress=progress,
@@ -713,7 +733,14 @@ class Session:
         )
 
     def occlude(
-        self, prompt: Prompt, answer, mode: str = "replace", *, key: str | None = None, progress: bool = False
+        self,
+        prompt: Prompt,
+        answer,
+        mode: str = "replace",
+        *,
+        resolution: str = "auto",
+        key: str | None = None,
+        progress: bool = False,
     ) -> Job[requests.Occlusion]:
         """Each input token occluded in turn, in chunks of invokes.
 
@@ -721,6 +748,9 @@ class Session:
             prompt: the prompt's text.
             answer: the token whose logit and probability are read (an id or one token's text).
             mode: ``"replace"`` (by a neutral token) or ``"drop"``.
+            resolution: ``"auto"``: past 64 tokens, blocks of about 8 tokens first (a
+                coarse row early), then the strongest blocks token by token; ``"token"``:
+                every token alone.
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar (positions occluded).
 
@@ -729,7 +759,7 @@ class Session:
             holds the positions occluded so far (the others NaN).
         """
         return self._submit(
-            lambda engine, job: requests.occlude(engine, prompt, answer, mode, progress=job),
+            lambda engine, job: requests.occlude(engine, prompt, answer, mode, resolution, progress=job),
             key=key,
             what="occlusion",
             progress=progress,

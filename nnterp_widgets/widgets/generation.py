@@ -24,6 +24,7 @@ from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
 from ..figures.causal import branch_html
 from ..figures.html import branch_section, generation_section
 from ..figures.generation import STEP_AXIS, generation_lens_figure, lens_mode_figure
+from .job_bar import JobBar
 from .lifecycle import MAIN, Asking, close_all, one_at_a_time
 from .plot_panel import FigureSlot, apply_theme, clicked, show_figure
 from ..session import Session
@@ -95,6 +96,8 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.generate_button = ipywidgets.Button(description="generate", tooltip="generate this many tokens")
         self.step_slider = StepSlider()
         self.message = ipywidgets.Label("")
+        #: The generation's progress and stop button (`JobBar`: shown past a second).
+        self.job_bar = JobBar()
         self.note = ipywidgets.Label(PREFILL_NOTE)
         # The figure joins the page when the first generation lands: no bare axes before
         # it, and no plotly view built before it has data.
@@ -114,6 +117,7 @@ class GenerationView(Asking, ipywidgets.VBox):
         super().__init__(
             [
                 ipywidgets.HBox([self.tokens_input, self.generate_button, self.step_slider]),
+                self.job_bar,
                 self.message,
                 self.note,
                 self.figure_box,
@@ -136,6 +140,7 @@ class GenerationView(Asking, ipywidgets.VBox):
         self._ask(
             lambda: self.session.generate(self._prompt(), max_tokens=max_tokens, target=self.target, key=self.key),
             self._generated,
+            partial=self._generated,  # the tokens appear as the chunks land
         )
 
     @one_at_a_time

@@ -29,7 +29,6 @@ __all__ = [
     "Asking",
     "KernelThread",
     "OneAtATime",
-    "all_of",
     "close_all",
     "one_at_a_time",
     "wait_shown",
@@ -64,32 +63,6 @@ class KernelThread(kernel_thread.KernelThread):
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
         super().call(one_at_a_time(fn), *args)
-
-
-def all_of(futures: list) -> concurrent.futures.Future:
-    """One future for several requests: their results as a tuple once every one is done,
-    or the error of the first (in ``futures``' order) that failed."""
-    combined: concurrent.futures.Future = concurrent.futures.Future()
-    left = [len(futures)]
-    lock = threading.Lock()
-
-    def one_done(_) -> None:
-        with lock:
-            left[0] -= 1
-            if left[0]:
-                return
-        for future in futures:
-            if future.cancelled():
-                combined.cancel()
-                return
-            if future.exception() is not None:
-                combined.set_exception(future.exception())
-                return
-        combined.set_result(tuple(future.result() for future in futures))
-
-    for future in futures:
-        future.add_done_callback(one_done)
-    return combined
 
 
 def close_all(widgets) -> None:
@@ -184,10 +157,16 @@ class Asking(OneAtATime):
 
     @one_at_a_time
     def _ask(
-        self, make: Callable[[], concurrent.futures.Future], show: Callable[[Any], None], line: str = MAIN
+        self,
+        make: Callable[[], concurrent.futures.Future],
+        show: Callable[[Any], None],
+        line: str = MAIN,
+        partial: Callable[[Any], None] | None = None,
     ) -> None:
         """Ask the session as the newest request of ``line``: ``make()`` sends it and returns
-        its job; an error raised by ``make`` (bad input, a busy session) is shown at once."""
+        its job; an error raised by ``make`` (bad input, a busy session) is shown at once.
+        A view with a `JobBar` (``job_bar``) shows the job's progress and a stop button
+        there; ``partial(answer)`` draws the job's partial answers as they land."""
         state = self._line(line)
         state.asked += 1
         asked = state.asked
@@ -199,7 +178,21 @@ class Asking(OneAtATime):
             self._failed(error, line)
             return
         state.pending = (asked, job, show)
+        bar = getattr(self, "job_bar", None)
+        if bar is not None and line == MAIN and hasattr(job, "progress"):
+            bar.follow(job, self._kernel)
+        if partial is not None and hasattr(job, "on_progress"):
+            job.on_progress(lambda running: self._kernel.call(self._deliver_partial, line, asked, running, partial))
         job.add_done_callback(lambda done: self._kernel.call(self._deliver, line, asked, done, show))
+
+    def _deliver_partial(self, line: str, asked: int, job, partial: Callable[[Any], None]) -> None:
+        """Draw ``job``'s answer so far, if it is still the newest request and not done."""
+        state = self._line(line)
+        if asked != state.asked or job.done():
+            return
+        answer = job.partial()
+        if answer is not None:
+            partial(answer)
 
     def _ask_nothing(self, line: str = MAIN) -> None:
         """No request this time (nothing to show, or shown without the engine): an answer

@@ -55,13 +55,23 @@ class OcclusionPanel(ToolView, PlotPanel):
         """Ask for the occlusion of the prompt toward the answer: one batched request per 64 positions."""
         self.set_status("busy", f"occluding each token ({self.mode_picker.value})")
         answer, mode = self.answer_box.value, self.mode_picker.value
-        self._ask(lambda: self.session.occlude(self._prompt(), answer, mode, key=self.key), self._landed)
+        self._ask(
+            lambda: self.session.occlude(self._prompt(), answer, mode, key=self.key), self._landed, partial=self._so_far
+        )
+
+    def _so_far(self, occlusion: Occlusion) -> None:
+        """A partial answer: the coarse row first, then the refined tokens as they land."""
+        self.occlusion = occlusion
+        self._render()
 
     def _landed(self, occlusion: Occlusion) -> None:
         self.occlusion = occlusion
         self._render()
         needed = ", ".join(f"{text!r} {delta:+.2f}" for _, text, delta in occlusion.most_needed(3))
-        self.set_status("idle", f"{occlusion.requests} engine requests · most needed: {needed}")
+        refined = (
+            "" if occlusion.exact.all() else f" · {int(occlusion.exact.sum())} tokens refined alone, the rest by block"
+        )
+        self.set_status("idle", f"{occlusion.requests} engine requests · most needed: {needed}{refined}")
 
     def _render(self) -> None:
         if self.occlusion is None:

@@ -24,7 +24,8 @@ import traitlets
 
 from ..requests.sites import SITES
 from ..requests.patching import PairLens, PatchResult
-from .lifecycle import all_of, one_at_a_time
+from .lifecycle import one_at_a_time
+from ..session import gather
 from .tool_view import ToolView
 from ..figures.common import selection_shapes
 from ..figures.html import patch_section
@@ -115,9 +116,14 @@ class PatchPanel(ToolView, PlotPanel):
             futures = [self.session.patch(clean, corrupted, answer, foil, site=site, key=self.key)]
             if inputs != self._pair_inputs:
                 futures.append(self.session.compare(clean, corrupted, answer, foil, key=f"{self.key}-compare"))
-            return all_of(futures)
+            return gather(futures)
 
-        self._ask(both, lambda answers: self._landed(inputs, *answers))
+        self._ask(both, lambda answers: self._landed(inputs, *answers), partial=self._so_far)
+
+    def _so_far(self, result: PatchResult) -> None:
+        """A partial sweep: the rows patched so far (the rest blank)."""
+        self._sweep = result
+        self._render()
 
     def _landed(self, inputs: tuple, result: PatchResult, pair: PairLens | None = None) -> None:
         self._sweep = result

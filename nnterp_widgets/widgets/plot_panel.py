@@ -16,6 +16,7 @@ from ..session import IDLE, State, Status
 from ..requests.prompt import PromptResult
 from ..figures.transport import for_widget
 from ..figures.common import PLOTLY_CONFIG
+from .job_bar import JobBar
 from .lifecycle import OneAtATime, close_all, one_at_a_time
 
 #: The plotly template for each page theme (the module tree reports the page's).
@@ -148,7 +149,9 @@ class PlotPanel(OneAtATime, ipywidgets.VBox):
         self._lines = row([self.message, self.status_label], grid_gap="12px", display="none")
         for label in (self.message, self.status_label):
             label.observe(one_at_a_time(self._on_line), "value")
-        super().__init__(children=[*controls, self._lines], **kwargs)
+        #: The running request's progress and stop button (`JobBar`: shown past a second).
+        self.job_bar = JobBar()
+        super().__init__(children=[*controls, self.job_bar, self._lines], **kwargs)
         self.observe(self._on_selected, "selected_token")
         self.observe(self._on_status, "status")
         self.observe(lambda change: [self._apply_theme(w) for w in self._figures()], "theme")

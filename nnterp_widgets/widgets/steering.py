@@ -92,7 +92,7 @@ class SteerPanel(ToolView, PlotPanel):
         """Ask for the vector (when its prompts or layer changed), then both continuations."""
         self.output.value = ""  # no stale continuations under a new request
         self.message.value = "… steering"
-        self._ask(self._steered, self._landed)
+        self._ask(self._steered, self._landed, partial=self._landed)
 
     def _steered(self) -> Job:
         """The vector (asked again only when its prompts or layer changed), then both
