@@ -7,7 +7,7 @@ forward hook (steering) or the same token ids fed (branching, occlusion).
 
 from __future__ import annotations
 
-import time
+import threading
 
 import numpy as np
 import pytest
@@ -174,13 +174,25 @@ def test_occlusion_is_transformers_on_each_occluded_prompt(session, mode):
     np.testing.assert_allclose(result.delta_logit, result.logits - result.clean_logit)
 
 
-LONG = " ".join(["The Eiffel Tower is in Paris, and the Colosseum is in Rome."] * 6) + " The Eiffel Tower is in"
+LONG = " ".join(["The Eiffel Tower is in Paris, and the Colosseum is in Rome."] * 3) + " The Eiffel Tower is in"
+
+
+@pytest.fixture
+def coarse_from_16(monkeypatch):
+    """This module's tiny engine takes 63 tokens: blocks first from 16 tokens (64 in use)."""
+    from nnterp_widgets.requests import occlusion
+
+    monkeypatch.setattr(occlusion, "COARSE_FROM", 16)
+    return 16
 
 
 @pytest.mark.parametrize("mode", ["replace", "drop"])
-def test_a_long_prompts_occlusion_answers_blocks_first_and_is_transformers_on_each_prompt_it_ran(session, mode):
-    from nnterp_widgets.requests.occlusion import COARSE_FROM, REFINE_SHARE, occluded
+def test_a_long_prompts_occlusion_answers_blocks_first_and_is_transformers_on_each_prompt_it_ran(
+    session, mode, coarse_from_16
+):
+    from nnterp_widgets.requests.occlusion import REFINE_SHARE, occluded
 
+    COARSE_FROM = coarse_from_16
     job = session.occlude(LONG, " Paris", mode=mode)
     partials = []
     job.on_progress(lambda j: partials.append(j.partial()))
@@ -193,7 +205,7 @@ def test_a_long_prompts_occlusion_answers_blocks_first_and_is_transformers_on_ea
     # The blocks tile the prompt; the strongest were refined, about REFINE_SHARE of the tokens.
     assert [b[0] for b in result.blocks][1:] == [b[1] for b in result.blocks][:-1]
     assert result.blocks[0][0] == 0 and result.blocks[-1][1] == len(ids)
-    assert 0 < result.exact.sum() <= REFINE_SHARE * len(ids) + 12
+    assert 0 < result.exact.sum() <= REFINE_SHARE * len(ids) + 8  # whole blocks: up to one more
     strength = np.abs(result.block_logits - result.clean_logit)
     refined = [i for i, (start, stop) in enumerate(result.blocks) if result.exact[start:stop].all()]
     assert strength[refined].min() >= np.delete(strength, refined).max()
@@ -215,15 +227,18 @@ def test_a_long_prompts_occlusion_answers_blocks_first_and_is_transformers_on_ea
     np.testing.assert_allclose(whole.logits[result.exact], result.logits[result.exact], atol=1e-4)
 
 
-def test_occlusion_can_be_stopped_and_the_next_request_is_answered_at_once(session):
-    job = session.occlude(LONG, " Paris", resolution="token")
-    while job.progress[0] == 0 and not job.done():
-        time.sleep(0.01)
-    job.cancel()
+def test_occlusion_can_be_stopped_and_the_next_request_is_answered_at_once(session, coarse_from_16):
+    gate = threading.Event()
+    session.request(lambda engine: gate.wait(60))  # holds the engine until the watcher is on
+    job = session.occlude(LONG, " Paris")
+    job.on_progress(lambda running: running.cancel())  # after the first chunk: the coarse row
+    gate.set()
     following = session.attribute(PROMPT, " Paris").result(120)
     assert job.cancelled() and following is not None
     done, total = job.progress
-    assert done < total and job.partial() is not None
+    assert 0 < done < total
+    partial = job.partial()
+    assert partial.blocks and not np.isnan(partial.logits).any() and not partial.exact.any()
 
 
 def test_bad_occlusion_input_is_refused(session):

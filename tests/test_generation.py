@@ -5,6 +5,8 @@ engine request per generation; bad input refused before any request."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import torch
@@ -211,12 +213,36 @@ def test_the_tree_on_a_step_greys_what_the_step_cannot_serve(session, result):
     assert session.engine_requests == before
 
 
-def test_one_engine_request_per_generation(session):
+def test_one_session_request_per_generation_in_chunks(session):
     before, vllm_before = session.engine_requests, _vllm_requests(session)
     again = session.generate(PROMPT, max_tokens=3, ignore_eos=True).result(timeout=120)
     assert session.engine_requests - before == 1
-    assert _vllm_requests(session) - vllm_before == 1
+    # vLLM's requests are the chunks: the first FIRST_CHUNK steps, then the rest at the pace seen.
+    assert _vllm_requests(session) - vllm_before == 2 == 1 + (3 > gen.FIRST_CHUNK)
     assert len(again.steps) == 3 and again.modes.target is None
+
+
+def test_a_generation_shows_its_steps_as_they_come_and_stops_when_asked(session, result):
+    """The first chunk's steps reach a watcher as a partial generation (the greedy tokens
+    a whole generation writes); a cancel asked there stops it at that chunk, and the next
+    request is served."""
+    gate = threading.Event()
+    session.request(lambda engine: gate.wait(60))  # holds the engine until the watcher is on
+    job = session.generate(PROMPT, max_tokens=40, ignore_eos=True)
+    seen = []
+
+    def watch(running) -> None:
+        seen.append((running.progress, running.partial()))
+        running.cancel()  # on the engine's thread, between chunks: honoured at once
+
+    job.on_progress(watch)
+    gate.set()
+    following = session.generate(PROMPT, max_tokens=2, ignore_eos=True).result(timeout=120)
+    assert job.cancelled() and len(following.steps) == 2
+    ((done, total), partial), *_ = seen
+    assert total == 40 and done == gen.FIRST_CHUNK == len(partial.steps) == job.progress[0]
+    written = partial.tokens.ids[partial.prompt_length :]
+    assert written == result.tokens.ids[result.prompt_length :][:done]  # the greedy tokens so far
 
 
 def test_sampling_settings_pass_through(session, result):

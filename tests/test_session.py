@@ -94,6 +94,34 @@ def test_windowed_lens_is_the_reference_at_those_positions(session):
         session.lens(LONGER, 5, 500).result(timeout=60)
 
 
+def _vllm_requests(session) -> int:
+    return session._engine().vllm_entrypoint.request_counter.counter
+
+
+def test_a_lens_window_move_on_the_prompt_shown_runs_no_forward(session):
+    """The prompt request keeps the streams in the engine's worker; a window move runs the
+    lens on them (no vLLM request), and equals transformers; a prompt whose streams weigh
+    more than the session keeps moves its window with a forward, as before."""
+    expected = _hf_lens(str(checkpoint("qwen2")), LONGER)
+    shown = session.prompt(LONGER, window=3).result(timeout=120)
+    assert shown.kept is not None
+    before = _vllm_requests(session)
+    moved = session.lens(LONGER, 1, 6).result(timeout=120)
+    assert _vllm_requests(session) == before  # no forward
+    _assert_lens(moved, expected)
+    np.testing.assert_array_equal(moved.model_top_ids, shown.lens.model_top_ids)
+    kept_limit = session.max_kept_bytes
+    try:
+        session.max_kept_bytes = 1
+        other = LONGER + " again"
+        assert session.prompt(other, window=3).result(timeout=120).kept is None
+        before = _vllm_requests(session)
+        session.lens(other, 0, 4).result(timeout=120)
+        assert _vllm_requests(session) == before + 1  # a forward
+    finally:
+        session.max_kept_bytes = kept_limit
+
+
 def test_last_lens_row_is_the_models_prediction(result):
     np.testing.assert_array_equal(result.lens.top_ids[-1, -1], result.lens.model_top_ids)
     np.testing.assert_allclose(result.lens.top_probs[-1, -1], result.lens.model_top_probs, atol=1e-5)
@@ -493,3 +521,30 @@ def test_value_descriptions_are_kept_per_engine_and_length(session, result):
     assert common.described(engine, count) is kept  # not described again
     session.prompt(PROMPT + " the", key="described").result(timeout=120)
     assert common.described(engine, count) is kept
+
+
+def test_a_users_own_engine_is_wrapped_not_copied(session, result):
+    """`Session.open(model)` and the views take the engine a notebook already made: the
+    session wraps it (no second engine), a second wrap is the same session, and closing
+    the wrapper leaves the engine open."""
+    from nnterp_widgets import Explorer
+    from nnterp_widgets.session import Session
+
+    engine = session._engine()
+    wrapped = Session.open(engine)
+    try:
+        assert Session.open(engine) is wrapped and wrapped is not session and wrapped.engine_opens == 1
+        assert wrapped.wait(60)._engine() is engine
+        again = wrapped.prompt(PROMPT).result(timeout=120)
+        np.testing.assert_array_equal(again.lens.top_ids, result.lens.top_ids)
+        explorer = Explorer(engine, prompt=PROMPT)
+        try:
+            assert explorer.session is wrapped
+            assert explorer.wait(120).tokens == result.tokens
+        finally:
+            explorer.close()
+        with pytest.raises(TypeError, match="no engine settings"):
+            Session.open(engine, dtype="float32")
+    finally:
+        wrapped.close()
+    assert session.prompt(PROMPT + " Paris").result(timeout=120).tokens  # the engine still serves

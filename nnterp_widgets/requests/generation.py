@@ -392,13 +392,14 @@ def run_chunks(
     sequences: list[tuple[list[int], tuple | None]],
     max_tokens: int,
     settings: dict,
-    step: Any,
+    k: int = LENS_K,
+    target_id: int | None = None,
     progress: Progress = NO_PROGRESS,
     partial: Any = None,
 ) -> list[list[dict]]:
     """Generate up to ``max_tokens`` steps for each of ``sequences`` (``(ids, added)``: one
-    invoke each, in one trace a chunk), chunk by chunk; ``step(index, added)`` reads a step
-    inside the trace. Between chunks ``progress`` hears the steps written (the first
+    invoke each, in one trace a chunk), chunk by chunk; each step is read by `step_reads`
+    (a module function: nnsight ships the trace's code to the worker by reference). Between chunks ``progress`` hears the steps written (the first
     sequence's) and ``partial(found)`` builds the answer so far. A sequence ends at its end
     of text; the generation ends when every sequence has."""
     found: list[list[dict]] = [[] for _ in sequences]
@@ -420,13 +421,16 @@ def run_chunks(
                 with tracer.invoke(sequence):
                     steps = list()
                     for at in tracer.iter[:chunk]:
-                        steps.append(step(written + at, added))
+                        steps.append(step_reads(model, written + at, k, target_id, added))
                     out[index] = steps
         for index, _, _ in plan:
             steps = out.get(index, [])
             found[index].extend(steps)
             ids[index].extend(int(s["token"][0]) for s in steps)
-            if len(steps) < chunk or model.tokenizer.eos_token_id in [int(s["token"][0]) for s in steps]:
+            ended = not settings.get("ignore_eos") and model.tokenizer.eos_token_id in [
+                int(s["token"][0]) for s in steps
+            ]
+            if len(steps) < chunk or ended:
                 live[index] = False
         written = max(len(steps) for steps in found)  # the live sequences move together
         seconds = (time.perf_counter() - started) / max(1, chunk)
@@ -461,15 +465,7 @@ def generate(
     def result(found: list) -> GenerationResult:
         return generation_result(model, prompt, prompt_ids, found[0], followed, settings)
 
-    found = run_chunks(
-        model,
-        [(prompt_ids, None)],
-        max_tokens,
-        settings,
-        lambda index, added: step_reads(model, index, k, target_id),
-        progress,
-        result,
-    )
+    found = run_chunks(model, [(prompt_ids, None)], max_tokens, settings, k, target_id, progress, result)
     return result(found)
 
 

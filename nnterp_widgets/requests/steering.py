@@ -29,7 +29,6 @@ from .generation import (
     generation_result,
     run_chunks,
     sampling_settings,
-    step_reads,
 )
 from .common import LENS_K, check_prompt
 from .progress import NO_PROGRESS, Progress
@@ -153,9 +152,6 @@ def steer(
     settings = sampling_settings(sampling)
     norm = float(direction.norm())
 
-    def reads(index: int, steer_with: Any) -> dict:
-        return step_reads(model, index, k, None, added=steer_with)
-
     def result(found: list) -> SteerResult:
         steered, plain = found
         return SteerResult(
@@ -167,7 +163,7 @@ def steer(
         )
 
     found = run_chunks(
-        model, [(prompt_ids, (layer, added)), (prompt_ids, None)], max_tokens, settings, reads, progress, result
+        model, [(prompt_ids, (layer, added)), (prompt_ids, None)], max_tokens, settings, k, None, progress, result
     )
     out = {"steered": found[0], "plain": found[1]}
     if not out["steered"] or not out["plain"]:

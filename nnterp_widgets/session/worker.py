@@ -128,7 +128,8 @@ class EngineWorker:
         with self._lock:
             return len(self._pending)
 
-    def close(self) -> None:
+    def close(self, close_engine: bool = True) -> None:
+        """Stop serving (waiting requests end with an error); close the engine unless told not to."""
         with self._lock:
             self._closed = True
             dropped = [future for _, future in self._pending.values()]
@@ -138,7 +139,7 @@ class EngineWorker:
             future.set_exception(RuntimeError("the session closed before this request ran"))
         self._thread.join(timeout=60)
         engine, self.engine = self.engine, None
-        if engine is not None:
+        if engine is not None and close_engine:
             engine.close()
 
     # -- worker thread -------------------------------------------------------------

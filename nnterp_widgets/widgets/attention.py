@@ -34,7 +34,7 @@ from .attention_text import AttentionText, text_view_state
 from ..figures.attention import GRID_WIDTH, attention_figure, attention_selection, head_grid_figure
 from .lifecycle import MAIN, Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
-from ..session import Session
+from ..session import Session, session_of
 
 #: The attention view's second line of requests: the token view's row of the selected query.
 ROW = "row"
@@ -91,7 +91,7 @@ class AttentionView(Asking, PlotPanel):
         #: The zoom window on screen (exact cells of part of ``_panel``'s layer), or None.
         self._zoomed: AttentionPattern | None = None
         self._notes: list = []
-        self.session = session
+        self.session = session if session is None else session_of(session)
         self.key = key
         self._init_asking()  # answers are shown from the kernel's thread
         # Text boxes parsed here: a number box in the browser turns "1.5" into 15 unasked.

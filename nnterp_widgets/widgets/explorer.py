@@ -19,7 +19,7 @@ import ipywidgets as widgets
 import traitlets
 
 from ..requests.prompt import PromptResult
-from ..session import Session, State, Status
+from ..session import Session, State, Status, session_of
 from .attention import AttentionView
 from .attribution import AttributionPanel
 from .contributions import ContributionPanel
@@ -59,7 +59,7 @@ class Explorer(Asking, widgets.VBox):
     selected_token = traitlets.Int(-1)
 
     def __init__(self, session: Session | None = None, prompt: str = DEFAULT_PROMPT, **kwargs: Any) -> None:
-        self.session = session if session is not None else Session.open()
+        self.session = session_of(session)
         self._key = f"explorer-{next(_ids)}"
         self.result: PromptResult | None = None
         self._init_asking()

@@ -27,7 +27,7 @@ from ..figures.generation import STEP_AXIS, generation_lens_figure, lens_mode_fi
 from .job_bar import JobBar
 from .lifecycle import MAIN, Asking, close_all, one_at_a_time
 from .plot_panel import FigureSlot, apply_theme, clicked, show_figure
-from ..session import Session
+from ..session import Session, session_of
 
 #: The generation view's second line of requests: a branch of the shown generation.
 BRANCH = "branch"
@@ -78,7 +78,7 @@ class GenerationView(Asking, ipywidgets.VBox):
     figure = FigureSlot()
 
     def __init__(self, session: Session, prompt: Callable[[], str], key: str = "generate", **kwargs: Any) -> None:
-        self.session = session
+        self.session = session_of(session)
         self._prompt = prompt
         self.key = key
         self.result: GenerationResult | None = None

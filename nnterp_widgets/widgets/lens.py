@@ -29,7 +29,7 @@ from ..figures.generation import lens_mode_figure
 from .lifecycle import Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked
 from .lens_window import PositionWindow
-from ..session import Session
+from ..session import Session, session_of
 
 __all__ = ["LogitLens"]
 
@@ -53,7 +53,7 @@ class LogitLens(Asking, PlotPanel):
     def __init__(
         self, result: PromptResult | None = None, *, session: Session | None = None, key: str = "lens", **kwargs
     ):
-        self.session = session
+        self.session = session if session is None else session_of(session)
         self.key = key
         self._panel: LensGrid | None = None
         self._modes: LensModes | None = None  # shown instead of the window when set

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import ipywidgets
 
-from ..session import Session
+from ..session import Session, session_of
 from .lifecycle import Asking
 
 
@@ -51,7 +51,7 @@ class ToolView(Asking):
         **kwargs: Any,
     ) -> None:
         self._defaults = {name: kwargs.pop(name, default) for name, default in self._options.items()}
-        self.session = session
+        self.session = session_of(session)
         self.key = key if key is not None else self._default_key
         self._prompt = prompt if callable(prompt) else (lambda: prompt)
         if not isinstance(getattr(type(self), self._shown_as, None), property):

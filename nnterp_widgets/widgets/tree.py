@@ -9,7 +9,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ..session import IDLE, Session, State, Status
+from ..session import IDLE, Session, State, Status, session_of
 from ..requests.prompt import PromptResult
 from .assets import MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
 from .lifecycle import MAIN, Asking, one_at_a_time
@@ -58,7 +58,7 @@ class ModuleTree(Asking, anywidget.AnyWidget):
         self, session: Session | None = None, prompt: str | None = None, *, key: str | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.session = session if session is not None else Session.open()
+        self.session = session_of(session)
         self.result: PromptResult | None = None
         self.summary = None  # the previewed value's ValueSummary
         self._key = key if key is not None else f"tree-{next(_ids)}"

@@ -148,8 +148,10 @@ def test_a_patching_sweep_draws_the_effect_map_with_token_labels(notebook):
             break
     try:
         p.wait_for_function(
-            """(root) => [...root.querySelectorAll('.js-plotly-plot')].some(gd =>
-                  ((gd._fullLayout.title || {}).text || '').startsWith('patching layer_output'))""",
+            # The map fills in as the sweep's rows land; the pair's lens comes with the last.
+            """(root) => ['patching layer_output', 'lens of logit('].every(title =>
+                  [...root.querySelectorAll('.js-plotly-plot')].some(gd =>
+                      ((gd._fullLayout.title || {}).text || '').startsWith(title)))""",
             arg=explorer.element_handle(),
             timeout=SWEEP_S * 1000,
             polling=500,
