@@ -67,7 +67,7 @@ def unsteered(prompt: str, max_tokens: int):
 def main() -> str:
     from nnterp_widgets.checkpoints import trained
     from nnterp_widgets.session import Session
-    from nnterp_widgets.requests.occlusion import OCCLUDE_INVOKES, neutral_token, variants
+    from nnterp_widgets.interventions.occlusion import OCCLUDE_INVOKES, neutral_token, variants
 
     session = Session.open(trained(), progress=False, max_model_len=512, **ENGINE_KWARGS).wait()
     tokenizer = session.tokenizer()

@@ -188,7 +188,7 @@ def main() -> None:
         out.write_text("\n".join(lines) + "\n")
 
     from nnterp_widgets.session import Session
-    from nnterp_widgets.requests.patching import PATCH_INVOKES, _read_clean, _sweep
+    from nnterp_widgets.interventions.patching import PATCH_INVOKES, _read_clean, _sweep
     from nnterp_widgets.requests.attention import PATTERN_SIDE
 
     path = bench_checkpoint(args.checkpoint)

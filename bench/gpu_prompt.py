@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             layers, columns = sweep.patched.shape
             meta["patch"] = {"cells": f"{layers} x {columns}", "requests": sweep.requests, "seconds": round(took, 2)}
             print(f"[bench] patch {layers} x {columns}: {took:.2f} s in {sweep.requests} requests", flush=True)
-            from nnterp_widgets.requests.patching import patch
+            from nnterp_widgets.interventions.patching import patch
 
             for chunk in [int(c) for c in args.chunks.split(",") if c]:
                 start = time.perf_counter()

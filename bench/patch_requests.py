@@ -21,7 +21,7 @@ REPEAT = 3
 
 
 def _sweep(session, site: str, chunk: int):
-    from nnterp_widgets.requests.patching import patch
+    from nnterp_widgets.interventions.patching import patch
 
     best, result = float("inf"), None
     for _ in range(REPEAT):
@@ -38,7 +38,7 @@ def main() -> str:
 
     from nnterp_widgets.checkpoints import checkpoint
     from nnterp_widgets.session import Session
-    from nnterp_widgets.requests.patching import PATCH_INVOKES
+    from nnterp_widgets.interventions.patching import PATCH_INVOKES
 
     session = Session.open(checkpoint("qwen2"), progress=False, **ENGINE_KWARGS).wait()
     rows = []

@@ -67,7 +67,7 @@ def batched_forward(prompt: str, count: int, pair: list[int], chunk: int):
 def main() -> str:
     from nnterp_widgets.checkpoints import trained
     from nnterp_widgets.session import Session
-    from nnterp_widgets.requests.patching import PATCH_INVOKES
+    from nnterp_widgets.interventions.patching import PATCH_INVOKES
 
     session = Session.open(trained(), progress=False, max_model_len=1024, **ENGINE_KWARGS).wait()
     tokenizer = session.tokenizer()

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnterp_widgets.requests import Occlusion, RequestRefused, Tokens
+from nnterp_widgets.interventions import Occlusion
+from nnterp_widgets.requests import RequestRefused, Tokens
 from nnterp_widgets.session import Job, Superseded
 from nnterp_widgets.widgets.lifecycle import STALE, STOPPED
 from nnterp_widgets.widgets.occlusion import OcclusionPanel

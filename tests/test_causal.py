@@ -17,7 +17,7 @@ import devices
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.requests.generation import GenerationError
 from nnterp_widgets.requests.sites import InterventionError
-from nnterp_widgets.requests.steering import SteeringError
+from nnterp_widgets.interventions.steering import SteeringError
 from reference import _get, hf_model, names_of
 
 PROMPT = "The Eiffel Tower is in"
@@ -158,7 +158,7 @@ def test_a_branch_on_the_written_token_or_out_of_range_is_refused(session):
 
 @pytest.mark.parametrize("mode", ["replace", "drop"])
 def test_occlusion_is_transformers_on_each_occluded_prompt(session, mode):
-    from nnterp_widgets.requests.occlusion import occlusion_requests, variants
+    from nnterp_widgets.interventions.occlusion import occlusion_requests, variants
 
     result = session.occlude(PROMPT, " Paris", mode=mode).result(120)
     ids = list(result.tokens.ids)
@@ -180,7 +180,7 @@ LONG = " ".join(["The Eiffel Tower is in Paris, and the Colosseum is in Rome."] 
 @pytest.fixture
 def coarse_from_16(monkeypatch):
     """This module's tiny engine takes 63 tokens: blocks first from 16 tokens (64 in use)."""
-    from nnterp_widgets.requests import occlusion
+    from nnterp_widgets.interventions import occlusion
 
     monkeypatch.setattr(occlusion, "COARSE_FROM", 16)
     return 16
@@ -190,7 +190,7 @@ def coarse_from_16(monkeypatch):
 def test_a_long_prompts_occlusion_answers_blocks_first_and_is_transformers_on_each_prompt_it_ran(
     session, mode, coarse_from_16
 ):
-    from nnterp_widgets.requests.occlusion import REFINE_SHARE, occluded
+    from nnterp_widgets.interventions.occlusion import REFINE_SHARE, occluded
 
     COARSE_FROM = coarse_from_16
     job = session.occlude(LONG, " Paris", mode=mode)

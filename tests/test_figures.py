@@ -1032,7 +1032,7 @@ def test_continuations_are_text_aligned_and_marked_where_they_differ():
 
 
 def test_occlusion_figure_is_the_delta_row_with_escaped_labels():
-    from nnterp_widgets.requests.occlusion import Occlusion
+    from nnterp_widgets.interventions.occlusion import Occlusion
     from nnterp_widgets.requests.common import Tokens
     from nnterp_widgets.figures.causal import occlusion_figure
 

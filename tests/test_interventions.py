@@ -12,7 +12,7 @@ import devices
 from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.requests.sites import InterventionError
-from nnterp_widgets.requests.patching import PATCH_INVOKES, patch, patch_requests
+from nnterp_widgets.interventions.patching import PATCH_INVOKES, patch, patch_requests
 from nnterp_widgets.requests.sites import SITES, ablate_heads, check_heads
 from reference import _get, hf_reference, names_of
 

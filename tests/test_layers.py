@@ -19,6 +19,7 @@ LAYERS = (
     "engine",
     "checkpoints",
     "requests",
+    "interventions",
     "session",
     "figures",
     "widgets",

@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pytest
 
-from nnterp_widgets.requests.patching import PairLens, PatchResult, normalized_effect
-from nnterp_widgets.requests.ablation import ablation_delta
+from nnterp_widgets.interventions.patching import PairLens, PatchResult, normalized_effect
+from nnterp_widgets.interventions.ablation import ablation_delta
 from nnterp_widgets.requests.lens import LensGrid
 from nnterp_widgets.requests.common import Tokens
 from nnterp_widgets.figures.html import patch_section

@@ -15,9 +15,9 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from ..requests.branching import BranchResult
-from ..requests.occlusion import Occlusion
-from ..requests.steering import SteerResult
+from ..interventions.branching import BranchResult
+from ..interventions.occlusion import Occlusion
+from ..interventions.steering import SteerResult
 from .common import effect_heatmap, escape_token
 from .tokens import show_token
 

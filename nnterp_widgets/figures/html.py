@@ -20,17 +20,8 @@ from pathlib import Path
 
 import plotly.io as pio
 
-from ..requests import (
-    THRESHOLD,
-    Attribution,
-    BranchResult,
-    Contributions,
-    GenerationResult,
-    Occlusion,
-    PairLens,
-    PatchResult,
-    SteerResult,
-)
+from ..interventions import BranchResult, Occlusion, PairLens, PatchResult, SteerResult
+from ..requests import THRESHOLD, Attribution, Contributions, GenerationResult
 from .attribution import attribution_figure
 from .causal import branch_html, continuations_html, occlusion_figure
 from .common import PLOTLY_CONFIG

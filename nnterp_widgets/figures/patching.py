@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from ..requests.patching import PairLens, PatchResult
+from ..interventions.patching import PairLens, PatchResult
 from .common import FIGURE_WIDTH, effect_heatmap, escape_token, selection_shapes, token_axis
 
 __all__ = ["PAIR_NAMES", "pair_figure", "patch_figure"]

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import plotly.graph_objects as go
 
+from ..interventions import Occlusion, PairLens, PatchResult
 from ..requests import (
     THRESHOLD,
     AttentionPattern,
@@ -24,9 +25,6 @@ from ..requests import (
     GenerationResult,
     LensGrid,
     LensModes,
-    Occlusion,
-    PairLens,
-    PatchResult,
     PromptResult,
 )
 from .attention import attention_figure

@@ -10,10 +10,8 @@ functions are what the session's worker runs. Results are immutable, hold numpy 
 on the CPU, and keep token text as data.
 """
 
-from .ablation import AblationDelta, ablation
 from .attention import PATTERN_SIDE, AttentionPattern, run_attention, run_attention_row
 from .attribution import Attribution, attribute
-from .branching import BranchResult, branch
 from .common import MAX_RESULT_BYTES, RequestRefused, ResultTooLarge, Tokens, tokens_of
 from .contributions import FLOOR, THRESHOLD, Contributions, Route, contributions
 from .generation import (
@@ -31,18 +29,14 @@ from .generation import (
 from .heads import HeadRoles, head_roles
 from .kept import KEPT_BYTES, KEPT_PROMPTS, keep_bytes, run_kept_lens, stream_key
 from .lens import LensGrid, lens_window, run_lens
-from .occlusion import Occlusion, occlude
-from .patching import PairLens, PatchResult, compare, patch
 from .prompt import PromptResult, run_prompt
-from .sites import SITES, InterventionError
-from .steering import SteerResult, SteeringError, steer, steering_vector
+from .sites import SITES, AblationDelta, InterventionError
 from .values import ValueSummary, run_value
 
 __all__ = [
     "AblationDelta",
     "AttentionPattern",
     "Attribution",
-    "BranchResult",
     "Contributions",
     "FLOOR",
     "GENERATE_TOKENS",
@@ -57,42 +51,30 @@ __all__ = [
     "LensModes",
     "MAX_RESULT_BYTES",
     "MODES",
-    "Occlusion",
     "PATTERN_SIDE",
-    "PairLens",
-    "PatchResult",
     "PromptResult",
     "RequestRefused",
     "ResultTooLarge",
     "Route",
     "SITES",
-    "SteerResult",
-    "SteeringError",
     "TARGET_MODES",
     "THRESHOLD",
     "Target",
     "Tokens",
     "ValueSummary",
-    "ablation",
     "attribute",
-    "branch",
-    "compare",
     "contributions",
     "follow",
     "generate",
     "head_roles",
     "keep_bytes",
     "lens_window",
-    "occlude",
-    "patch",
     "run_attention",
     "run_attention_row",
     "run_kept_lens",
     "run_lens",
     "run_prompt",
     "run_value",
-    "steer",
-    "steering_vector",
     "stream_key",
     "tokens_of",
 ]

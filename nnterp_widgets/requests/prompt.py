@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .ablation import ablation_delta
+from .sites import ablation_delta
 from .attention import (
     PATTERN_SIDE,
     AttentionPattern,

@@ -12,6 +12,8 @@ attribution), so none imports another for it::
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 
@@ -98,3 +100,52 @@ def ablate_heads(model, heads, layer: int | None = None) -> None:
         if layer is None or index == layer:
             outputs = model.layers[index].self_attn.attention_head_outputs
             outputs[:, :, by_layer[index]] = 0
+
+
+@dataclass(frozen=True)
+class AblationDelta:
+    """An ablated run against the clean one, at the last position.
+
+    ``ids`` are the clean run's top-k, best first; ``clean`` / ``ablated`` their
+    probabilities in each run; ``ablated_ids`` the ablated run's own top-k.
+    """
+
+    heads: tuple[tuple[int, int], ...]
+    ids: np.ndarray
+    clean: np.ndarray
+    ablated: np.ndarray
+    ablated_ids: np.ndarray
+
+    def __post_init__(self) -> None:
+        shapes = {np.shape(self.ids), np.shape(self.clean), np.shape(self.ablated), np.shape(self.ablated_ids)}
+        if len(shapes) != 1 or len(np.shape(self.ids)) != 1:
+            raise ValueError(f"ids, clean, ablated and ablated_ids must be [k] alike, got {sorted(shapes)}")
+
+    @property
+    def delta(self) -> np.ndarray:
+        """ablated - clean probability of each of the clean top-k (float32)."""
+        return np.asarray(self.ablated, np.float32) - np.asarray(self.clean, np.float32)
+
+    @property
+    def top1_delta(self) -> float:
+        """Δ probability of the clean top-1."""
+        return float(self.delta[0])
+
+
+def ablation_delta(clean_probs, ablated_probs, heads=(), k: int = 5) -> AblationDelta:
+    """`AblationDelta` from the two runs' next-token probabilities (``[vocab]``, any of
+    numpy / torch / list)."""
+    clean = np.asarray(clean_probs, dtype=np.float32).reshape(-1)
+    ablated = np.asarray(ablated_probs, dtype=np.float32).reshape(-1)
+    if clean.shape != ablated.shape:
+        raise ValueError(f"the two runs' probabilities differ in shape: {clean.shape} and {ablated.shape}")
+    k = min(k, clean.size)
+    ids = np.argsort(-clean, kind="stable")[:k]
+    ablated_ids = np.argsort(-ablated, kind="stable")[:k]
+    return AblationDelta(
+        tuple((int(l), int(h)) for l, h in heads),
+        ids.astype(np.int64),
+        clean[ids],
+        ablated[ids],
+        ablated_ids.astype(np.int64),
+    )

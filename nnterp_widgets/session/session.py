@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
-from .. import requests
+from .. import interventions, requests
 from .engine_log import failure_note, route_engine_logs
 from .job import Job, resolved
 from .kernel_thread import KernelThread
@@ -179,11 +179,11 @@ class Session:
         #: a zoom window is at most this wide); lower it to see pooling on a short prompt.
         self.pattern_side = requests.PATTERN_SIDE
         self._cache: OrderedDict = OrderedDict()
-        #: The most a prompt's kept streams may weigh in the engine's worker (`requests.kept`;
+        #: The most a prompt's kept streams may weigh in the engine's worker (`kept`;
         #: a longer prompt's lens windows run a forward each); lower it to see that (tests do).
         self.max_kept_bytes = requests.KEPT_BYTES
         #: Stream key -> (tokens, the model's top-k) of the prompts whose streams the engine's
-        #: worker keeps (`requests.kept`): their lens windows need no forward.
+        #: worker keeps (`kept`): their lens windows need no forward.
         self._kept: dict = {}
         self._cache_lock = threading.Lock()
         #: Resolves once the module tree and the tokenizer exist, seconds into the start and
@@ -336,7 +336,7 @@ class Session:
                 change against the clean run.
 
         Returns:
-            A `Job` of a `requests.PromptResult`: the tokens, the model's prediction, the lens, the
+            A `Job` of a `PromptResult`: the tokens, the model's prediction, the lens, the
             pattern and the values' shapes. What it holds is cached for later requests.
         """
         if key is not None:
@@ -394,7 +394,7 @@ class Session:
             side: a zoom window's side, at most ``pattern_side`` (its default).
 
         Returns:
-            A `Job` of an `requests.AttentionPattern`.
+            A `Job` of an `AttentionPattern`.
         """
         heads = _heads(ablate)
         limit, side = self.max_result_bytes, _side(side, self.pattern_side, window)
@@ -422,7 +422,7 @@ class Session:
             ablate: ``(layer, head)`` pairs zeroed in this run.
 
         Returns:
-            A `Job` of a one-row `requests.AttentionPattern` (``query_start`` is ``query``).
+            A `Job` of a one-row `AttentionPattern` (``query_start`` is ``query``).
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
@@ -445,7 +445,7 @@ class Session:
             ablate: ``(layer, head)`` pairs zeroed in this run.
 
         Returns:
-            A `Job` of a `requests.LensGrid`.
+            A `Job` of a `LensGrid`.
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
@@ -476,7 +476,7 @@ class Session:
             ablate: ``(layer, head)`` pairs zeroed in this run.
 
         Returns:
-            A `Job` of a `requests.ValueSummary` (shape, dtype, statistics and a preview slice).
+            A `Job` of a `ValueSummary` (shape, dtype, statistics and a preview slice).
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
@@ -511,7 +511,7 @@ class Session:
     def tree(self, tokens: int | None = None, step: int | None = None) -> list[dict]:
         """The module tree (plain dicts), with each value's shape for ``tokens`` tokens if given.
 
-        ``tokens`` may also be a `requests.PromptResult` (its token count). ``step``: availability on
+        ``tokens`` may also be a `PromptResult` (its token count). ``step``: availability on
         that generation step (0 the prefill; on a decode step the pattern is greyed with
         the engine's reason). No engine request.
         """
@@ -533,7 +533,7 @@ class Session:
         site: str = "layer_output",
         key: str | None = None,
         progress: bool = False,
-    ) -> Job[requests.PatchResult]:
+    ) -> Job[interventions.PatchResult]:
         """Activation patching: the clean run's ``site`` into the corrupted run, one cell at a time.
 
         Args:
@@ -546,17 +546,19 @@ class Session:
             progress: draw a progress bar (cells patched).
 
         Returns:
-            A `Job` of a `requests.PatchResult` (its ``effect``: 0 is the corrupted run, 1 the clean);
+            A `Job` of a `PatchResult` (its ``effect``: 0 is the corrupted run, 1 the clean);
             its progress counts cells, its partial answer holds the rows patched so far.
         """
         return self._submit(
-            lambda engine, job: requests.patch(engine, clean, corrupted, answer, foil, site, progress=job),
+            lambda engine, job: interventions.patch(engine, clean, corrupted, answer, foil, site, progress=job),
             key=key,
             what="patching sweep",
             progress=progress,
         )
 
-    def compare(self, first: Prompt, second: Prompt, answer, foil, *, key: str | None = None) -> Job[requests.PairLens]:
+    def compare(
+        self, first: Prompt, second: Prompt, answer, foil, *, key: str | None = None
+    ) -> Job[interventions.PairLens]:
         """Both prompts' logit lens and their difference.
 
         Args:
@@ -565,10 +567,10 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of a `requests.PairLens`.
+            A `Job` of a `PairLens`.
         """
         return self.request(
-            lambda engine: requests.compare(engine, first, second, answer, foil), key=key, what="pair lens"
+            lambda engine: interventions.compare(engine, first, second, answer, foil), key=key, what="pair lens"
         )
 
     def ablation(self, prompt: Prompt, heads, *, key: str | None = None) -> Job[requests.AblationDelta]:
@@ -580,9 +582,9 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of an `requests.AblationDelta` (the clean top-k's probabilities in both runs).
+            A `Job` of an `AblationDelta` (the clean top-k's probabilities in both runs).
         """
-        return self.request(lambda engine: requests.ablation(engine, prompt, heads), key=key, what="ablation")
+        return self.request(lambda engine: interventions.ablation(engine, prompt, heads), key=key, what="ablation")
 
     def generate(
         self,
@@ -606,7 +608,7 @@ class Session:
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
 
         Returns:
-            A `Job` of a `requests.GenerationResult`.
+            A `Job` of a `GenerationResult`.
         """
         return self._submit(
             lambda engine, job: requests.generate(engine, prompt, max_tokens, target=target, progress=job, **sampling),
@@ -625,7 +627,7 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of `requests.LensModes`.
+            A `Job` of `LensModes`.
         """
         return self.request(lambda engine: requests.follow(engine, prompt, target), key=key, what="lens modes")
 
@@ -640,7 +642,7 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of an `requests.Attribution`, whose parts add up to its metric.
+            A `Job` of an `Attribution`, whose parts add up to its metric.
         """
         return self.request(
             lambda engine: requests.attribute(engine, prompt, answer, foil), key=key, what="attribution"
@@ -659,7 +661,7 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of `requests.Contributions`, whose ``graph(threshold)`` keeps the routes to the
+            A `Job` of `Contributions`, whose ``graph(threshold)`` keeps the routes to the
             last position.
         """
 
@@ -681,12 +683,12 @@ class Session:
         key: str | None = None,
         progress: bool = False,
         **sampling: Any,
-    ) -> Job[requests.SteerResult]:
+    ) -> Job[interventions.SteerResult]:
         """``prompt`` continued with a vector added to one layer's output, and without it: one request.
 
         Args:
             prompt: the prompt's text.
-            vector: ``[hidden]`` (e.g. from `requests.steering_vector`).
+            vector: ``[hidden]`` (e.g. from `steering_vector`).
             layer: ``coefficient * vector`` is added to ``layers[layer].layer_output`` at
                 every position and step.
             coefficient: the vector's scale.
@@ -696,10 +698,10 @@ class Session:
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
 
         Returns:
-            A `Job` of a `requests.SteerResult` (``steered`` and ``plain``, each a `requests.GenerationResult`).
+            A `Job` of a `SteerResult` (``steered`` and ``plain``, each a `GenerationResult`).
         """
         return self._submit(
-            lambda engine, job: requests.steer(
+            lambda engine, job: interventions.steer(
                 engine, prompt, vector, layer, coefficient, max_tokens, progress=job, **sampling
             ),
             key=key,
@@ -722,7 +724,9 @@ class Session:
             ``positive`` minus the same over ``negative``.
         """
         return self.request(
-            lambda engine: requests.steering_vector(engine, positive, negative, layer), key=key, what="steering vector"
+            lambda engine: interventions.steering_vector(engine, positive, negative, layer),
+            key=key,
+            what="steering vector",
         )
 
     def branch(
@@ -733,22 +737,22 @@ class Session:
         max_tokens: int | None = None,
         *,
         key: str | None = None,
-    ) -> Job[requests.BranchResult]:
+    ) -> Job[interventions.BranchResult]:
         """A generation with another token forced at one step, continued greedily: one request.
 
         Args:
-            generation: the `requests.GenerationResult` branched from.
+            generation: the `GenerationResult` branched from.
             step: the step whose token is replaced.
             token: the forced token (an id or one token's text).
-            max_tokens: how many tokens the requests.branch writes (by default as many as the original
+            max_tokens: how many tokens the branch writes (by default as many as the original
                 wrote after ``step``, at least one).
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of a `requests.BranchResult`.
+            A `Job` of a `BranchResult`.
         """
         return self.request(
-            lambda engine: requests.branch(engine, generation, step, token, max_tokens), key=key, what="branch"
+            lambda engine: interventions.branch(engine, generation, step, token, max_tokens), key=key, what="branch"
         )
 
     def occlude(
@@ -760,7 +764,7 @@ class Session:
         resolution: str = "auto",
         key: str | None = None,
         progress: bool = False,
-    ) -> Job[requests.Occlusion]:
+    ) -> Job[interventions.Occlusion]:
         """Each input token occluded in turn, in chunks of invokes.
 
         Args:
@@ -774,11 +778,11 @@ class Session:
             progress: draw a progress bar (positions occluded).
 
         Returns:
-            A `Job` of an `requests.Occlusion`; its progress counts positions, its partial answer
+            A `Job` of an `Occlusion`; its progress counts positions, its partial answer
             holds the positions occluded so far (the others NaN).
         """
         return self._submit(
-            lambda engine, job: requests.occlude(engine, prompt, answer, mode, resolution, progress=job),
+            lambda engine, job: interventions.occlude(engine, prompt, answer, mode, resolution, progress=job),
             key=key,
             what="occlusion",
             progress=progress,
@@ -793,7 +797,7 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
-            A `Job` of `requests.HeadRoles`.
+            A `Job` of `HeadRoles`.
         """
         return self.request(lambda engine: requests.head_roles(engine, prompt), key=key, what="head roles")
 

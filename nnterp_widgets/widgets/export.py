@@ -27,7 +27,8 @@ import numpy as np
 from ..figures.attention import attention_figure
 from ..figures.html import escape, generation_section, page, patch_section, plot_divs, script_json
 from ..figures.lens import lens_figure
-from ..requests import AttentionPattern, GenerationResult, LensGrid, PairLens, PatchResult, PromptResult
+from ..interventions import PairLens, PatchResult
+from ..requests import AttentionPattern, GenerationResult, LensGrid, PromptResult
 from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM, JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
 from .attention_text import AttentionText, text_view_state
 

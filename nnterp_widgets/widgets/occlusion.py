@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ipywidgets
 
-from ..requests.occlusion import Occlusion
-from ..requests.occlusion import MODES
+from ..interventions.occlusion import Occlusion
+from ..interventions.occlusion import MODES
 from ..figures.causal import occlusion_figure
 from ..figures.html import occlusion_section
 from .lifecycle import one_at_a_time

@@ -23,7 +23,7 @@ import ipywidgets
 import traitlets
 
 from ..requests.sites import SITES
-from ..requests.patching import PairLens, PatchResult
+from ..interventions.patching import PairLens, PatchResult
 from .lifecycle import one_at_a_time
 from ..session import gather
 from .tool_view import ToolView

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ipywidgets
 
-from ..requests import SteerResult
+from ..interventions import SteerResult
 from ..session import Job, resolved
 from ..figures.causal import continuations_html
 from ..figures.html import steering_section

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from .common import Tokens, check_prompt, one_token, tokens_of
-from .progress import NO_PROGRESS, Progress
-from .sites import InterventionError
+from ..requests.common import Tokens, check_prompt, one_token, tokens_of
+from ..requests.progress import NO_PROGRESS, Progress
+from ..requests.sites import InterventionError
 
 #: The text whose token replaces an occluded one: a single space carries no content.
 NEUTRAL = " "

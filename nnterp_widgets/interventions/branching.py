@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .generation import GenerationError, GenerationResult, generate
-from .sites import InterventionError
-from .common import one_token
+from ..requests.generation import GenerationError, GenerationResult, generate
+from ..requests.sites import InterventionError
+from ..requests.common import one_token
 
 STEP_OUT_OF_RANGE = "step {step} is out of range: this generation has steps 0..{last}"
 SAME_AS_WRITTEN = "step {step} already wrote {text!r}: pick another token to branch on"

@@ -37,10 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .common import LENS_K, ONE_GREEDY_STEP, Tokens, check_prompt, one_token, texts_of, tokens_of
-from .lens import LensGrid
-from .progress import NO_PROGRESS, Progress
-from .sites import HEAD_SITES, POSITION_SITES, SITE_HOST, SITES, UNKNOWN_SITE, InterventionError, check_site
+from ..requests.common import LENS_K, ONE_GREEDY_STEP, Tokens, check_prompt, one_token, texts_of, tokens_of
+from ..requests.lens import LensGrid
+from ..requests.progress import NO_PROGRESS, Progress
+from ..requests.sites import HEAD_SITES, POSITION_SITES, SITE_HOST, SITES, UNKNOWN_SITE, InterventionError, check_site
 
 
 def normalized_effect(patched: np.ndarray, clean: float, corrupted: float) -> np.ndarray:

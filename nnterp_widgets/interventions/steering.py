@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .generation import (
+from ..requests.generation import (
     GENERATE_TOKENS,
     GenerationError,
     GenerationResult,
@@ -30,9 +30,9 @@ from .generation import (
     run_chunks,
     sampling_settings,
 )
-from .common import LENS_K, check_prompt
-from .progress import NO_PROGRESS, Progress
-from .sites import LAYER_OUT_OF_RANGE
+from ..requests.common import LENS_K, check_prompt
+from ..requests.progress import NO_PROGRESS, Progress
+from ..requests.sites import LAYER_OUT_OF_RANGE
 
 VECTOR_WIDTH = "the steering vector has {got} numbers; this model's stream has {want} (hidden_size)"
 VECTOR_NOT_FINITE = "the steering vector holds a value that is not finite (NaN or infinity)"
