@@ -16,6 +16,7 @@ Floors, all on the session's own engine and the same prompt, greedy, exactly N t
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import torch
@@ -59,11 +60,11 @@ def vllm_generate(tokens: int):
     return run
 
 
-def main() -> str:
+def main(argv: list[str] | tuple = ()) -> str:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", default="32,128")
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(list(argv))
     from nnterp_widgets.session import Session
 
     session = Session.open(progress=False, max_model_len=1024).wait()
@@ -89,4 +90,4 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -15,6 +15,7 @@ each against a floor measured in the same run:
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -75,11 +76,11 @@ def timed(fn, repeat: int = 3) -> float:
     return sorted(samples)[len(samples) // 2]
 
 
-def main() -> str:
+def main(argv: list[str] | tuple = ()) -> str:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-occlusion", action="store_true")
     parser.add_argument("--skip-lens", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(list(argv))
     from nnterp_widgets.session import Session
 
     session = Session.open(progress=False, max_model_len=4096).wait()
@@ -146,4 +147,4 @@ def main() -> str:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -21,6 +21,8 @@ BENCHES = [
     "scale",
     "trained",
     "causal",
+    "generation",
+    "long_work",
 ]
 
 

@@ -158,11 +158,11 @@ def test_a_branch_on_the_written_token_or_out_of_range_is_refused(session):
 
 @pytest.mark.parametrize("mode", ["replace", "drop"])
 def test_occlusion_is_transformers_on_each_occluded_prompt(session, mode):
-    from nnterp_widgets.interventions.occlusion import occlusion_requests, variants
+    from nnterp_widgets.interventions.occlusion import variants
 
     result = session.occlude(PROMPT, " Paris", mode=mode).result(120)
     ids = list(result.tokens.ids)
-    assert result.logits.shape == (len(ids),) and result.requests == occlusion_requests(len(ids)) == 1
+    assert result.logits.shape == (len(ids),) and result.exact.all() and result.requests >= 1
     clean = hf_answer(ids, result.answer)
     assert result.clean_logit == pytest.approx(clean[0], abs=1e-4)
     for position, occluded in enumerate(variants(ids, mode, result.neutral)):
@@ -231,7 +231,12 @@ def test_occlusion_can_be_stopped_and_the_next_request_is_answered_at_once(sessi
     gate = threading.Event()
     session.request(lambda engine: gate.wait(60))  # holds the engine until the watcher is on
     job = session.occlude(LONG, " Paris")
-    job.on_progress(lambda running: running.cancel())  # after the first chunk: the coarse row
+
+    def stop_at_the_coarse_row(running) -> None:  # on the engine's thread, between chunks
+        if not np.isnan(running.partial().logits).any():
+            running.cancel()
+
+    job.on_progress(stop_at_the_coarse_row)
     gate.set()
     following = session.attribute(PROMPT, " Paris").result(120)
     assert job.cancelled() and following is not None

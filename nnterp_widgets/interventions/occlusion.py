@@ -11,35 +11,39 @@ where a space is not one token) or dropped (``mode="drop"``). The clean prompt i
 invoke. Invokes go `OCCLUDE_INVOKES` to a request.
 
 Past `COARSE_FROM` tokens (``resolution="auto"``) it answers early: it first occludes
-blocks of about `BLOCK_TOKENS` consecutive tokens (whole words where the tokenizer marks
-them), which is a full-width coarse row at an eighth of the cost, then occludes the tokens
-of the strongest blocks one by one, about `REFINE_SHARE` of the prompt's tokens; a token
-not refined shows its block's value (``exact`` False). ``resolution="token"`` occludes
-every token alone.
+`COARSE_BLOCKS` blocks of consecutive tokens (cut between words where the tokenizer marks
+them), a full-width coarse row for the cost of about that many forwards, then occludes
+the tokens of the strongest blocks one by one, about `REFINE_SHARE` of the prompt's
+tokens; a token not refined shows its block's value (``exact`` False).
+``resolution="token"`` occludes every token alone. A request holds as many invokes as
+fit about a second (`progress.Pace`), so a cancel is honoured within about that.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..requests.common import Tokens, check_prompt, one_token, tokens_of
-from ..requests.progress import NO_PROGRESS, Progress
+from ..requests.progress import NO_PROGRESS, Pace, Progress
 from ..requests.sites import InterventionError
 
 #: The text whose token replaces an occluded one: a single space carries no content.
 NEUTRAL = " "
 MODES = ("replace", "drop")
-#: Invokes per request (as a patching sweep's: each ships its own locals).
+#: Invokes per request at most (as a patching sweep's: each ships its own locals); a
+#: request holds as many as fit about a second (`Pace`), the first `FIRST_INVOKES`.
 OCCLUDE_INVOKES = 64
+FIRST_INVOKES = 4
 RESOLUTIONS = ("auto", "token")
 #: From this many tokens, "auto" occludes blocks first (below it every token alone costs little).
 COARSE_FROM = 64
-#: Tokens a coarse block holds, about (whole words where the tokenizer marks them).
-BLOCK_TOKENS = 8
+#: Blocks in the coarse row: its cost is about that many forwards, whatever the length.
+COARSE_BLOCKS = 8
 #: Of the prompt's tokens, the share refined one by one: the strongest blocks' tokens.
 REFINE_SHARE = 0.2
 UNKNOWN_RESOLUTION = "unknown occlusion resolution {resolution!r}; the resolutions are {resolutions}"
@@ -119,7 +123,7 @@ def variants(ids: list[int], mode: str, neutral: int | None) -> list[list[int]]:
     return [occluded(ids, (i, i + 1), mode, neutral) for i in range(len(ids))]
 
 
-def word_blocks(texts: tuple[str, ...], size: int = BLOCK_TOKENS) -> list[tuple[int, int]]:
+def word_blocks(texts: tuple[str, ...], size: int) -> list[tuple[int, int]]:
     """Consecutive positions in blocks of about ``size`` tokens, cut between words (a token
     whose text starts with a space or a newline starts a word) where one is near."""
     starts = [i for i, text in enumerate(texts) if i == 0 or text[:1].isspace()]
@@ -168,7 +172,7 @@ def occlude(
     tokens = tokens_of(model, ids)
     count = len(ids)
     coarse = resolution == "auto" and count > COARSE_FROM
-    blocks = word_blocks(tokens.texts) if coarse else []
+    blocks = word_blocks(tokens.texts, math.ceil(count / COARSE_BLOCKS)) if coarse else []
     if mode == "drop":  # a block dropped whole must leave a prompt
         blocks = [span for span in blocks if span[1] - span[0] < count]
     state = {
@@ -202,16 +206,21 @@ def occlude(
             block_probs=block_values[:, 1],
         )
 
+    pace = Pace(first=FIRST_INVOKES, most=OCCLUDE_INVOKES)
+
     def run(spans: list, land, done_before: int) -> None:
         prompts = [occluded(ids, span, mode, neutral) for span in spans]
-        found = 0
-        for start in range(0, len(prompts), OCCLUDE_INVOKES):
-            rows = _run(model, prompts[start : start + OCCLUDE_INVOKES], answer_id)
+        start = 0
+        while start < len(prompts):
+            size = pace.next()
+            began = time.perf_counter()
+            rows = _run(model, prompts[start : start + size], answer_id)
+            pace.took(len(rows), time.perf_counter() - began)
             state["requests"] += 1
             for offset, row in enumerate(rows):
                 land(start + offset, row)
-            found += len(rows)
-            progress.advance(done_before + found, result)
+            start += len(rows)
+            progress.advance(done_before + start, result)
 
     first = [(0, 0)] + (blocks if coarse else [(i, i + 1) for i in range(count)])
     refine_budget = int(REFINE_SHARE * count) if coarse else 0
@@ -258,8 +267,3 @@ def _run(model, prompts: list[list[int]], answer: int) -> list:
                 logits = root.logits[0, -1].float()
                 rows[index] = (float(logits[answer]), float(logits.softmax(-1)[answer]))
     return rows
-
-
-def occlusion_requests(tokens: int, chunk: int = OCCLUDE_INVOKES) -> int:
-    """Engine requests a full-resolution occlusion of a ``tokens``-token prompt takes."""
-    return math.ceil((tokens + 1) / chunk)

@@ -32,6 +32,7 @@ layers' head outputs; a trace that reads each layer calls it per layer, as above
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,7 @@ import torch
 
 from ..requests.common import LENS_K, ONE_GREEDY_STEP, Tokens, check_prompt, one_token, texts_of, tokens_of
 from ..requests.lens import LensGrid
-from ..requests.progress import NO_PROGRESS, Progress
+from ..requests.progress import NO_PROGRESS, Pace, Progress
 from ..requests.sites import HEAD_SITES, POSITION_SITES, SITE_HOST, SITES, UNKNOWN_SITE, InterventionError, check_site
 
 
@@ -158,6 +159,8 @@ class PairLens:
 #: costs about 26 ms alone, 7 ms each at 16 per trace, 6 ms at 64, 7 ms at 256; and
 #: each invoke ships its own copy of its locals, so chunks stay modest.
 PATCH_INVOKES = 64
+#: Cells in a sweep's first request; later ones hold as many as the pace fits (`Pace`).
+FIRST_CELLS = 8
 
 
 TOKEN_COUNTS = (
@@ -261,7 +264,8 @@ def patch(
     """Patch the clean run's ``site`` into the corrupted run, cell by cell: a `PatchResult`.
 
     A cell is (layer, position), or (layer, head) for ``attention_head_outputs`` (every
-    position of that head). Requests: 1 + ceil(cells / ``chunk``). ``progress`` is told
+    position of that head). A request holds at most ``chunk`` cells, as many as fit about a
+    second (`progress.Pace`; the first `FIRST_CELLS`), so a cancel is honoured within that. ``progress`` is told
     of each chunk's cells; its partial answer has NaN at the cells not yet patched.
     """
     if site not in SITES:
@@ -299,21 +303,27 @@ def patch(
         )
 
     progress.start(len(cells))
-    for start in range(0, len(cells), chunk):
-        part = cells[start : start + chunk]
+    pace = Pace(first=min(chunk, FIRST_CELLS), most=chunk)
+    start = 0
+    while start < len(cells):
+        part = cells[start : start + pace.next()]
         slices = [
             values[layer][:, :, column].clone() if site in HEAD_SITES else values[layer][:, column].clone()
             for layer, column in part
         ]
+        began = time.perf_counter()
         rows = _sweep(model, corrupted, site, pair, part, slices)
+        pace.took(len(part), time.perf_counter() - began)
         requests += 1
         patched[start : start + len(part)] = [_metric(row) for row in rows]
-        progress.advance(start + len(part), result)
+        start += len(part)
+        progress.advance(start, result)
     return result()
 
 
 def patch_requests(model, prompt_tokens: int, site: str = "layer_output", chunk: int = PATCH_INVOKES) -> int:
-    """Engine requests a sweep takes: 1 + ceil(cells / chunk)."""
+    """The fewest engine requests a sweep takes: 1 + ceil(cells / chunk) (a slow cell's
+    sweep takes more, each request about a second)."""
     columns = model.num_heads if site in HEAD_SITES else prompt_tokens
     return 1 + math.ceil(model.num_layers * columns / chunk)
 

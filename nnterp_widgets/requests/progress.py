@@ -36,3 +36,31 @@ class Progress:
 
 #: The progress of a request nobody watches (a direct call on an engine).
 NO_PROGRESS = Progress()
+
+
+#: Seconds a chunk aims at: a cancel waits at most about this long (the issue's bound is
+#: 2 s on the CPU engine), while each chunk's own overhead stays small beside it.
+CHUNK_S = 1.0
+
+
+class Pace:
+    """Chunk sizes that keep a chunk near `CHUNK_S` seconds: ``first`` items, then as many
+    as the pace of the chunk before fits, at most ``most`` (vLLM's per-request bound).
+
+        pace = Pace(first=2, most=64)
+        size = pace.next()           # 2
+        pace.took(size, 0.1)         # 0.05 s an item
+        pace.next()                  # 20
+    """
+
+    def __init__(self, first: int, most: int, seconds: float = CHUNK_S) -> None:
+        self._size = max(1, min(first, most))
+        self._most = most
+        self._seconds = seconds
+
+    def next(self) -> int:
+        return self._size
+
+    def took(self, items: int, seconds: float) -> None:
+        each = max(seconds, 1e-4) / max(1, items)
+        self._size = max(1, min(self._most, int(self._seconds / each)))
