@@ -74,8 +74,9 @@ def test_an_occlusion_shows_its_bar_and_coarse_row_and_stops_and_the_next_prompt
     assert _kernel(p, "len(explorer.result.tokens)") > 300
     explorer.locator(tour.TOOL_TAB, has_text="occlusion").first.click()
     explorer.locator("button", has_text="occlude").first.click()
-    bar = explorer.locator(".nnw-job-bar").filter(has=p.locator("button", has_text="stop")).first
-    bar.wait_for(state="visible", timeout=BAR_S * 1000)
+    # Each view has its bar, hidden until its job has run a second: the occlusion's shows.
+    bar = explorer.locator(".nnw-job-bar >> visible=true").first
+    bar.wait_for(state="attached", timeout=BAR_S * 1000)
     first = bar.text_content()
     # The bar moves: its label (done / total · elapsed) changes while the job runs.
     p.wait_for_function(
