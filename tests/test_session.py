@@ -548,3 +548,87 @@ def test_a_users_own_engine_is_wrapped_not_copied(session, result):
     finally:
         wrapped.close()
     assert session.prompt(PROMPT + " Paris").result(timeout=120).tokens  # the engine still serves
+
+
+# -- the research calls: token ids, whole patterns, induction (issue 37) ----------------
+
+
+def test_token_ids_are_a_prompt_as_they_are(session, result):
+    """A list of ids, a 1-D integer numpy array or torch tensor is the prompt's ids: the
+    same answer as the text they tokenise to; what is not a prompt is refused, saying what is."""
+    from nnterp_widgets.requests.common import PROMPT_KINDS
+
+    ids = session.tokenizer()(PROMPT)["input_ids"]
+    for given in (ids, np.array(ids), torch.tensor(ids)):
+        again = session.prompt(given).result(timeout=120)
+        assert again.tokens == result.tokens
+        np.testing.assert_array_equal(again.lens.top_ids, result.lens.top_ids)
+    assert session.lens(ids, 0, 3).result(timeout=120).top_ids.shape[1] == 3  # cached by its ids
+    with pytest.raises(TypeError, match="a list of ints") as caught:
+        session.prompt(["The", " Eiffel"]).result(timeout=60)
+    assert PROMPT_KINDS in str(caught.value) and "of str" in str(caught.value)
+    with pytest.raises(TypeError, match="1-D"):
+        session.prompt(np.array([ids])).result(timeout=60)
+    with pytest.raises(RequestRefused, match="id list is empty"):
+        session.prompt([]).result(timeout=60)
+    vocab = session._engine().vocab_size
+    with pytest.raises(RequestRefused, match=rf"token id {vocab} is outside the vocabulary \(ids 0..{vocab - 1}\)"):
+        session.attribute(ids[:-1] + [vocab], " Paris").result(timeout=60)
+    assert session.prompt(PROMPT + " Paris").result(timeout=120).tokens  # the next request is served
+
+
+def test_patterns_are_every_layers_exact_pattern_in_one_request(session):
+    expected = reference_attention(str(checkpoint("qwen2")), "qwen2", LONGER)
+    before = session.engine_requests
+    whole = session.patterns(LONGER).result(timeout=120)
+    assert session.engine_requests - before == 1
+    count = len(whole.tokens)
+    assert whole.layer_ids == (0, 1) and whole.values.shape == (2, 4, count, count)
+    assert whole.values.dtype == np.float32
+    for layer in whole.layer_ids:
+        want = expected[("attention_probabilities", layer)][0].cpu().numpy()
+        np.testing.assert_allclose(whole.layer(layer), want, atol=1e-5)
+    one = session.patterns(LONGER, [1]).result(timeout=120)
+    assert one.layer_ids == (1,)
+    np.testing.assert_array_equal(one.values[0], whole.values[1])
+    with pytest.raises(RequestRefused, match="no attention pattern for layer 7"):
+        session.patterns(LONGER, [7]).result(timeout=60)
+
+
+def test_patterns_that_would_not_fit_are_refused_saying_what_fits(session):
+    from nnterp_widgets.session.memory import MemoryRefused, request_bytes
+
+    engine = session._worker.engine
+    tokens = len(session.tokens(LONGER))
+    session.memory_limit = request_bytes(engine, tokens, patterns=2)
+    try:
+        with pytest.raises(MemoryRefused, match=r"Shorten the prompt to about \d+ tokens"):
+            session.patterns(LONGER).result(60)
+    finally:
+        session.memory_limit = None
+    assert session.patterns(LONGER, [0]).result(120).values.shape[0] == 1
+
+
+def test_induction_scores_are_the_patterns_weight_after_each_earlier_occurrence(session):
+    from nnterp_widgets.requests.heads import induction_pairs
+
+    text = "The Eiffel Tower is in Paris. The Eiffel Tower is in Paris."
+    roles = session.head_roles(text).result(timeout=120)
+    ids = list(roles.tokens.ids)
+    queries, keys = induction_pairs(ids)
+    assert queries and all(ids[k - 1] == ids[q] and k < q for q, k in zip(queries, keys, strict=True))
+    expected = reference_attention(str(checkpoint("qwen2")), "qwen2", text)
+    for layer in (0, 1):
+        pattern = expected[("attention_probabilities", layer)][0].cpu().numpy()
+        want = pattern[:, queries, keys].mean(-1)
+        np.testing.assert_allclose(roles.scores["induction"][layer], want, atol=1e-5)
+    top = roles.top("induction", 3)
+    assert len(top) == 3 and [score for _, score in top] == sorted((s for _, s in top), reverse=True)
+    assert top[0][0] == roles.best("induction")
+    plain = session.head_roles("The Eiffel Tower is in").result(timeout=120)
+    assert np.isnan(plain.scores["induction"]).all()  # nothing repeats
+    probe = session.induction_probe(8, seed=1)
+    assert len(probe) == 16 and probe[:8] == probe[8:] and probe == session.induction_probe(8, seed=1)
+    assert session.head_roles(probe).result(timeout=120).tokens.ids == tuple(probe)
+    with pytest.raises(ValueError, match="unknown role"):
+        roles.top("copying")

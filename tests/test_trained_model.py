@@ -234,3 +234,15 @@ def test_a_steering_vector_moves_the_answer(trained_session):
     assert result.plain.generated.texts[0] == ANSWER
     assert result.steered.generated.texts[0] == STEERED_ANSWER
     assert result.divergence == 0
+
+
+def test_the_trained_model_has_induction_heads_on_a_repeated_random_sequence(trained_session):
+    """Tour, from a script: on a random sequence repeated twice (`induction_probe`), a few
+    heads put most of their weight on the token after the current one's first occurrence
+    (training makes such heads; a random-weight model spreads its weight)."""
+    probe = trained_session.induction_probe(50, seed=0)
+    roles = trained_session.head_roles(probe).result()
+    (layer, head), best = roles.top("induction", 1)[0]
+    assert best > 0.3 and layer > 0  # a head that reads an earlier layer's previous-token head
+    count = len(probe)
+    assert np.nanmedian(roles.scores["induction"]) < best / 3 and count == 100  # most heads are not

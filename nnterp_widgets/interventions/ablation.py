@@ -13,13 +13,13 @@ from ..requests.sites import AblationDelta, ablate_heads, ablation_delta, check_
 
 def ablation(model, text: str, heads, k: int = 5) -> AblationDelta:
     """One request, two invokes (clean, ablated): the ablated run against the clean one."""
-    check_prompt(model, text)
+    ids = check_prompt(model, text)
     chosen = check_heads(model, heads)
     with model.trace(**ONE_GREEDY_STEP) as tracer:
         out = dict().save()
-        with tracer.invoke(text):
+        with tracer.invoke(ids):
             out["clean"] = model.next_token_probs[0]
-        with tracer.invoke(text):
+        with tracer.invoke(ids):
             ablate_heads(model, chosen)
             out["ablated"] = model.next_token_probs[0]
     return ablation_delta(out["clean"].float().cpu(), out["ablated"].float().cpu(), chosen, k)

@@ -211,7 +211,7 @@ def _patch_cell(host, site: str, column: int, value) -> None:
         target[:, column] = value
 
 
-def _read_clean(model, clean: str, corrupted: str, site: str, pair: list[int]):
+def _read_clean(model, clean: list[int], corrupted: list[int], site: str, pair: list[int]):
     """Request 1: the clean run's value at ``site`` in every layer; both end points."""
     layers = model.num_layers
     with model.trace(**ONE_GREEDY_STEP) as tracer:
@@ -227,7 +227,7 @@ def _read_clean(model, clean: str, corrupted: str, site: str, pair: list[int]):
     return first
 
 
-def _sweep(model, corrupted: str, site: str, pair: list[int], cells: list, slices: list) -> list:
+def _sweep(model, corrupted: list[int], site: str, pair: list[int], cells: list, slices: list) -> list:
     """One request: a corrupted invoke per cell, each writing its clean slice.
 
     Each invoke ships a copy of this frame's locals, so the slices are popped one per
@@ -277,7 +277,7 @@ def patch(
     if chunk < 1:
         raise InterventionError(f"chunk must be at least 1, got {chunk}")
     pair = [answer_id, foil_id]
-    first = _read_clean(model, clean, corrupted, site, pair)
+    first = _read_clean(model, clean_ids, corrupted_ids, site, pair)
     clean_metric, corrupted_metric = _metric(first["clean"]), _metric(first["corrupted"])
     if clean_metric == corrupted_metric:
         raise InterventionError(NO_DIFFERENCE.format(answer=answer_text, foil=foil_text, value=clean_metric))
@@ -312,7 +312,7 @@ def patch(
             for layer, column in part
         ]
         began = time.perf_counter()
-        rows = _sweep(model, corrupted, site, pair, part, slices)
+        rows = _sweep(model, corrupted_ids, site, pair, part, slices)
         pace.took(len(part), time.perf_counter() - began)
         requests += 1
         patched[start : start + len(part)] = [_metric(row) for row in rows]
@@ -362,11 +362,11 @@ def compare(model, first: str, second: str, answer, foil, k: int = LENS_K) -> Pa
     pair = [answer_id, foil_id]
     with model.trace(**ONE_GREEDY_STEP) as tracer:
         out = dict().save()
-        with tracer.invoke(first):
+        with tracer.invoke(first_ids):
             mine = {"probs": [], "ids": [], "diff": []}
             _lens_reads(model, pair, k, mine)
             out["first"] = mine
-        with tracer.invoke(second):
+        with tracer.invoke(second_ids):
             theirs = {"probs": [], "ids": [], "diff": []}
             _lens_reads(model, pair, k, theirs)
             out["second"] = theirs

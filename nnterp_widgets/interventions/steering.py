@@ -177,14 +177,13 @@ def steer(
 def steering_vector(model, positive: str, negative: str, layer: int) -> np.ndarray:
     """One request: mean ``layers[layer].layer_output`` over ``positive``'s tokens minus
     the same over ``negative``'s, a float32 numpy vector ``[hidden_size]``."""
-    check_prompt(model, positive)
-    check_prompt(model, negative)
+    positive_ids, negative_ids = check_prompt(model, positive), check_prompt(model, negative)
     layer = check_layer(model, layer)
     with model.trace(temperature=0.0, max_tokens=1) as tracer:
         out = dict().save()
-        with tracer.invoke(positive):
+        with tracer.invoke(positive_ids):
             out["positive"] = model.layers[layer].layer_output[0].float().mean(0).cpu()
-        with tracer.invoke(negative):
+        with tracer.invoke(negative_ids):
             out["negative"] = model.layers[layer].layer_output[0].float().mean(0).cpu()
     vector = (out["positive"] - out["negative"]).numpy().astype(np.float32)
     vector.setflags(write=False)

@@ -10,9 +10,26 @@ functions are what the session's worker runs. Results are immutable, hold numpy 
 on the CPU, and keep token text as data.
 """
 
-from .attention import PATTERN_SIDE, AttentionPattern, run_attention, run_attention_row
+from .attention import (
+    PATTERN_SIDE,
+    AttentionPattern,
+    Patterns,
+    check_layers,
+    run_attention,
+    run_attention_row,
+    run_patterns,
+)
 from .attribution import Attribution, attribute
-from .common import MAX_RESULT_BYTES, RequestRefused, ResultTooLarge, Tokens, tokens_of
+from .common import (
+    MAX_RESULT_BYTES,
+    check_prompt,
+    prompt_ids,
+    prompt_key,
+    RequestRefused,
+    ResultTooLarge,
+    Tokens,
+    tokens_of,
+)
 from .contributions import FLOOR, THRESHOLD, Contributions, Route, contributions
 from .generation import (
     GENERATE_TOKENS,
@@ -26,7 +43,7 @@ from .generation import (
     follow,
     generate,
 )
-from .heads import HeadRoles, head_roles
+from .heads import HeadRoles, head_roles, induction_probe
 from .kept import KEPT_BYTES, KEPT_PROMPTS, keep_bytes, run_kept_lens, stream_key
 from .lens import LensGrid, lens_window, run_lens
 from .prompt import PromptResult, run_prompt
@@ -34,45 +51,52 @@ from .sites import SITES, AblationDelta, InterventionError
 from .values import ValueSummary, run_value
 
 __all__ = [
+    "FLOOR",
+    "GENERATE_TOKENS",
+    "KEPT_BYTES",
+    "KEPT_PROMPTS",
+    "MAX_RESULT_BYTES",
+    "MODES",
+    "PATTERN_SIDE",
+    "SITES",
+    "TARGET_MODES",
+    "THRESHOLD",
     "AblationDelta",
     "AttentionPattern",
     "Attribution",
     "Contributions",
-    "FLOOR",
-    "GENERATE_TOKENS",
     "GenerationError",
     "GenerationResult",
     "GenerationStep",
     "HeadRoles",
     "InterventionError",
-    "KEPT_BYTES",
-    "KEPT_PROMPTS",
     "LensGrid",
     "LensModes",
-    "MAX_RESULT_BYTES",
-    "MODES",
-    "PATTERN_SIDE",
+    "Patterns",
     "PromptResult",
     "RequestRefused",
     "ResultTooLarge",
     "Route",
-    "SITES",
-    "TARGET_MODES",
-    "THRESHOLD",
     "Target",
     "Tokens",
     "ValueSummary",
     "attribute",
+    "check_layers",
+    "check_prompt",
     "contributions",
     "follow",
     "generate",
     "head_roles",
+    "induction_probe",
     "keep_bytes",
     "lens_window",
+    "prompt_ids",
+    "prompt_key",
     "run_attention",
     "run_attention_row",
     "run_kept_lens",
     "run_lens",
+    "run_patterns",
     "run_prompt",
     "run_value",
     "stream_key",

@@ -24,6 +24,7 @@ from .common import (
     Tokens,
     ablate_block,
     checked,
+    prompt_key,
     check_size,
     described,
     to_numpy,
@@ -354,3 +355,65 @@ def attention_pattern(
     return AttentionPattern(
         tokens, layer, num_layers, to_numpy(quantized, np.uint8), to_numpy(thumbnails, np.float32), block, *origin
     )
+
+
+@dataclass(frozen=True)
+class Patterns:
+    """Every listed layer's exact attention pattern of one prompt, float32 on the CPU.
+
+    ``values`` is ``[layers, heads, queries, keys]`` (``layers`` in the order of
+    ``layer_ids``), the probabilities as the layer computes them (its scale, softcap,
+    sliding window and kv-head grouping; rows sum to 1, zero above the diagonal).
+    """
+
+    prompt: Any
+    tokens: Tokens
+    layer_ids: tuple[int, ...]
+    values: np.ndarray
+
+    def layer(self, layer: int) -> np.ndarray:
+        """``[heads, queries, keys]`` of layer ``layer``."""
+        return self.values[self.layer_ids.index(layer)]
+
+
+def patterns_bytes(layers: int, heads: int, tokens: int) -> int:
+    """What `run_patterns` returns: float32 ``[layers, heads, tokens, tokens]``."""
+    return layers * heads * tokens * tokens * 4
+
+
+def check_layers(model, layers: Any) -> tuple[int, ...]:
+    """``layers`` (None: every layer that has a pattern) as checked layer indices."""
+    served = pattern_layers(model)
+    if layers is None:
+        return tuple(served)
+    try:
+        chosen = tuple(int(layer) for layer in layers)
+    except (TypeError, ValueError):
+        raise RequestRefused(f"layers is a list of layer indices; got {layers!r}") from None
+    for layer in chosen:
+        check_layer(model, layer)
+    return chosen
+
+
+def run_patterns(
+    model, prompt: Any, layers: Any = None, *, ablate: Sequence = (), max_bytes: int = MAX_RESULT_BYTES
+) -> Patterns:
+    """Every listed layer's exact pattern of ``prompt`` (all layers by default): one trace."""
+    ids, heads = checked(model, prompt, ablate)
+    chosen = check_layers(model, layers)
+    check_size(
+        patterns_bytes(len(chosen), model.num_heads, len(ids)),
+        max_bytes,
+        "list fewer layers or shorten the prompt",
+    )
+    last = max(chosen, default=-1)
+    with model.trace(ids, temperature=0.0, max_tokens=1):
+        out = dict().save()
+        out["input_ids"] = model.input_ids[0].cpu()
+        for index in range(last + 1):
+            if index in chosen:
+                out[index] = model.layers[index].self_attn.attention_probabilities[0].float().cpu()
+            ablate_block(model, heads, index)
+    values = np.stack([to_numpy(out[index], np.float32) for index in chosen]) if chosen else np.zeros((0,))
+    values.setflags(write=False)
+    return Patterns(prompt_key(prompt), tokens_of(model, out["input_ids"]), chosen, values)

@@ -243,14 +243,14 @@ def attribute(model, prompt: str, answer, foil=None) -> Attribution:
     Returns:
         An `Attribution` whose parts add up to its metric.
     """
-    check_prompt(model, prompt)
+    ids = check_prompt(model, prompt)
     answer_id, answer_text = one_token(model, answer, "answer", InterventionError)
     foil_id, foil_text = one_token(model, foil, "foil", InterventionError) if foil is not None else (None, None)
     if foil_id == answer_id:
         raise InterventionError(SAME_TOKEN.format(text=answer_text))
     reason = heads_reason(model)
     layers, heads = model.num_layers, model.num_heads
-    with model.trace(prompt, temperature=0.0, max_tokens=1):
+    with model.trace(ids, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         direct_effects(model, answer_id, foil_id, reason is None, out)

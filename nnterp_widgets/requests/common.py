@@ -47,11 +47,60 @@ class ResultTooLarge(RequestRefused):
     """A request whose result would come near vLLM's message limit."""
 
 
-def check_prompt(model, prompt: str) -> list[int]:
-    """The prompt's token ids; a clear `RequestRefused` for one the engine cannot take."""
-    if not isinstance(prompt, str) or not prompt.strip():
-        raise RequestRefused("the prompt is empty: type some text to explore")
-    ids = model.tokenizer(prompt)["input_ids"]
+#: What a prompt may be: said when it is neither.
+PROMPT_KINDS = (
+    "a prompt is text (a str) or its token ids (a list of ints, or a 1-D integer numpy array or torch tensor)"
+)
+PROMPT_EMPTY = "the prompt is empty: type some text to explore"
+IDS_EMPTY = "the prompt's token id list is empty: give at least one id"
+ID_OUTSIDE = "the prompt's token id {id} is outside the vocabulary (ids 0..{last})"
+
+
+def prompt_ids(prompt: Any) -> list[int] | None:
+    """``prompt`` as a list of token ids if it is given as ids (a list or tuple of ints, a
+    1-D integer numpy array or torch tensor), None if it is text; a `TypeError` naming
+    what is accepted for anything else (a list of texts, a float array, a 2-D array)."""
+    if isinstance(prompt, str):
+        return None
+    if isinstance(prompt, (np.ndarray, torch.Tensor)):
+        integer = (
+            prompt.dtype in (torch.int64, torch.int32, torch.int16, torch.uint8)
+            if isinstance(prompt, torch.Tensor)
+            else np.issubdtype(prompt.dtype, np.integer)
+        )
+        if prompt.ndim != 1 or not integer:
+            raise TypeError(f"{PROMPT_KINDS}; got a {prompt.ndim}-D {prompt.dtype} array")
+        return [int(i) for i in prompt.tolist()]
+    if isinstance(prompt, (list, tuple)) and all(
+        isinstance(i, (numbers.Integral, np.integer)) and not isinstance(i, bool) for i in prompt
+    ):
+        return [int(i) for i in prompt]
+    kinds = sorted({type(i).__name__ for i in prompt}) if isinstance(prompt, (list, tuple)) else []
+    got = f"a {type(prompt).__name__} of {', '.join(kinds)}" if kinds else type(prompt).__name__
+    raise TypeError(f"{PROMPT_KINDS}; got {got}")
+
+
+def prompt_key(prompt: Any) -> str | tuple:
+    """A prompt as a hashable key (text as it is, ids as a tuple)."""
+    ids = prompt_ids(prompt)
+    return prompt if ids is None else tuple(ids)
+
+
+def check_prompt(model, prompt: Any) -> list[int]:
+    """The prompt's token ids (text is tokenised as the engine does; ids are used as they
+    are); a clear `RequestRefused` for one the engine cannot take, a `TypeError` for
+    something that is not a prompt."""
+    ids = prompt_ids(prompt)
+    if ids is None:
+        if not prompt.strip():
+            raise RequestRefused(PROMPT_EMPTY)
+        ids = model.tokenizer(prompt)["input_ids"]
+    elif not ids:
+        raise RequestRefused(IDS_EMPTY)
+    else:
+        outside = [i for i in ids if not 0 <= i < model.vocab_size]
+        if outside:
+            raise RequestRefused(ID_OUTSIDE.format(id=outside[0], last=model.vocab_size - 1))
     limit = model.max_model_len
     if limit is not None and len(ids) >= limit:
         raise RequestRefused(

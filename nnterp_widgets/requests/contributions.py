@@ -266,13 +266,13 @@ def contributions(model, prompt: str, floor: float = FLOOR) -> Contributions:
     """
     from .sites import InterventionError
 
-    check_prompt(model, prompt)
+    ids = check_prompt(model, prompt)
     if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0 < floor <= 1:
         raise InterventionError(f"floor {floor!r}: a share above 0 and at most 1")
     reason = heads_reason(model)
     if reason is not None:
         raise InterventionError(f"the contribution graph needs each head's messages: {reason}")
-    with model.trace(prompt, temperature=0.0, max_tokens=1):
+    with model.trace(ids, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         all_shares(model, float(floor), out)

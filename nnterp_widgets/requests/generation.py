@@ -73,9 +73,6 @@ MAX_TOKENS_TWICE = "give the length as max_tokens only (not also as {name})"
 NEEDS_TARGET = "the {mode!r} mode shows a target token's {mode}: follow a target first"
 UNKNOWN_MODE = "unknown lens mode {mode!r}; the modes are {modes}"
 STEP_RANGE = "step {step} is out of range: this generation has steps 0..{last}"
-IDS_NOT_INTS = "a prompt given as token ids is a non-empty list of ints"
-IDS_OUT_OF_VOCAB = "the prompt's token id {id} is outside the vocabulary (ids 0..{last})"
-IDS_TOO_LONG = "the prompt is {count} tokens, and this engine takes at most {most} (max_model_len={limit})"
 
 
 class GenerationError(RequestRefused):
@@ -348,20 +345,6 @@ def lens_stats(logits: torch.Tensor, k: int, target: int | None) -> dict:
     return found
 
 
-def check_ids(model, ids: Any) -> list[int]:
-    """A prompt given as token ids: a non-empty list of in-vocabulary ints that fits."""
-    ids = list(ids)
-    if not ids or not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in ids):
-        raise GenerationError(IDS_NOT_INTS)
-    outside = [int(i) for i in ids if not 0 <= int(i) < model.vocab_size]
-    if outside:
-        raise GenerationError(IDS_OUT_OF_VOCAB.format(id=outside[0], last=model.vocab_size - 1))
-    limit = model.max_model_len
-    if limit is not None and len(ids) >= limit:
-        raise GenerationError(IDS_TOO_LONG.format(count=len(ids), most=limit - 1, limit=limit))
-    return [int(i) for i in ids]
-
-
 def step_reads(model, step: int, k: int, target_id: int | None, added: tuple | None = None) -> dict:
     """Inside a trace, on one generation step: what a `GenerationStep` is built from.
     The lens is one matrix product: every layer's last stream, stacked, projected at once.
@@ -456,7 +439,7 @@ def generate(
     ``progress`` hears the tokens written after each chunk; its partial answer is the
     generation so far.
     """
-    prompt_ids = check_prompt(model, prompt) if isinstance(prompt, str) else check_ids(model, prompt)
+    prompt_ids = check_prompt(model, prompt)
     max_tokens = check_max_tokens(model, prompt_ids, max_tokens)
     followed = resolve_target(model, target)
     settings = sampling_settings(sampling)
@@ -471,10 +454,10 @@ def generate(
 
 def follow(model, prompt: str, target: Any, k: int = 1) -> LensModes:
     """The prompt's lens in every mode, following ``target``, at every position: one trace."""
-    check_prompt(model, prompt)
+    ids = check_prompt(model, prompt)
     followed = resolve_target(model, target)
     target_id = None if followed is None else followed.id
-    with model.trace(prompt, temperature=0.0, max_tokens=1):
+    with model.trace(ids, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
         out["lens"] = [

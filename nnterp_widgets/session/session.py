@@ -31,8 +31,8 @@ from .tree import build_tree
 from .worker import EngineWorker
 
 R = TypeVar("R")
-#: A prompt: its text.
-Prompt = str
+#: A prompt: its text, or its token ids (a list of ints, a 1-D integer array or tensor).
+Prompt = Any
 
 #: Engine settings a session uses unless told otherwise: a modest memory share so a
 #: second engine still fits. The dtype is the platform's default (float32 on the CPU,
@@ -345,7 +345,7 @@ class Session:
         limit, side, most_kept = self.max_result_bytes, self.pattern_side, self.max_kept_bytes
 
         def run(engine, job):
-            count = len(engine.tokenizer(prompt)["input_ids"]) if isinstance(prompt, str) else 0
+            count = len(requests.check_prompt(engine, prompt))
             kept = requests.keep_bytes(engine.num_layers, 1, engine.hidden_size)
             keep = requests.stream_key(prompt, heads) if kept * count <= most_kept else None
             self._fits(engine, prompt, patterns=1, per_token=kept if keep else 0)
@@ -360,9 +360,12 @@ class Session:
                 return
             result = done.result()
             if result.attention is not None:
-                self._remember(("attention", prompt, heads, result.attention.layer, None, side), result.attention)
+                self._remember(
+                    ("attention", requests.prompt_key(prompt), heads, result.attention.layer, None, side),
+                    result.attention,
+                )
             lens = result.lens
-            self._remember(("lens", prompt, heads, lens.start, lens.stop), lens)
+            self._remember(("lens", requests.prompt_key(prompt), heads, lens.start, lens.stop), lens)
             if result.kept is not None:  # what the worker keeps: the newest prompts'
                 self._kept[result.kept] = (result.tokens, (lens.model_top_probs, lens.model_top_ids))
                 while len(self._kept) > requests.KEPT_PROMPTS:
@@ -406,7 +409,9 @@ class Session:
                 engine, prompt, layer, window=origin, ablate=heads, max_bytes=limit, side=side
             )
 
-        return self._cached(("attention", prompt, heads, int(layer), origin, side), key, "attention", run)
+        return self._cached(
+            ("attention", requests.prompt_key(prompt), heads, int(layer), origin, side), key, "attention", run
+        )
 
     def attention_row(
         self, prompt: Prompt, layer: int, query: int, *, key: str | None = None, ablate: Sequence = ()
@@ -431,7 +436,9 @@ class Session:
             self._fits(engine, prompt, patterns=1)
             return requests.run_attention_row(engine, prompt, layer, query, ablate=heads, max_bytes=limit)
 
-        return self._cached(("attention_row", prompt, heads, int(layer), int(query)), key, "attention_row", run)
+        return self._cached(
+            ("attention_row", requests.prompt_key(prompt), heads, int(layer), int(query)), key, "attention_row", run
+        )
 
     def lens(
         self, prompt: Prompt, start: int, stop: int, *, key: str | None = None, ablate: Sequence = ()
@@ -462,7 +469,7 @@ class Session:
                     return grid
             return requests.run_lens(engine, prompt, start, stop, ablate=heads, max_bytes=limit)
 
-        return self._cached(("lens", prompt, heads, int(start), int(stop)), key, "lens", run)
+        return self._cached(("lens", requests.prompt_key(prompt), heads, int(start), int(stop)), key, "lens", run)
 
     def value(
         self, prompt: Prompt, value_id: str, *, key: str | None = None, ablate: Sequence = ()
@@ -481,7 +488,7 @@ class Session:
         heads = _heads(ablate)
         limit = self.max_result_bytes
         return self._cached(
-            ("value", prompt, heads, value_id),
+            ("value", requests.prompt_key(prompt), heads, value_id),
             key,
             "value",
             lambda engine: requests.run_value(engine, prompt, value_id, ablate=heads, max_bytes=limit),
@@ -788,6 +795,46 @@ class Session:
             progress=progress,
         )
 
+    def patterns(
+        self, prompt: Prompt, layers: Sequence[int] | None = None, *, key: str | None = None, ablate: Sequence = ()
+    ) -> Job[requests.Patterns]:
+        """Every listed layer's exact attention pattern (float32, unpooled): one request.
+
+        Args:
+            prompt: the prompt's text or token ids.
+            layers: the layers (every layer that has a pattern by default).
+            key: names the asker (newest wins under it); ``None``: never replaced.
+            ablate: ``(layer, head)`` pairs zeroed in this run.
+
+        Returns:
+            A `Job` of `Patterns` (``values``: ``[layers, heads, queries, keys]``). A request
+            that would not fit the engine's free memory is refused before it runs, saying
+            how many tokens fit.
+        """
+        heads = _heads(ablate)
+        limit = self.max_result_bytes
+
+        def run(engine):
+            count = len(requests.check_layers(engine, layers))
+            self._fits(engine, prompt, patterns=max(1, count))
+            return requests.run_patterns(engine, prompt, layers, ablate=heads, max_bytes=limit)
+
+        return self.request(run, key=key, what="patterns")
+
+    def induction_probe(self, length: int = 50, seed: int = 0) -> list[int]:
+        """The token ids of a random sequence repeated twice (no engine request): a prompt
+        on which `head_roles` finds induction heads (`HeadRoles.top("induction")`).
+
+        Args:
+            length: the repeated sequence's token count.
+            seed: the same seed gives the same sequence.
+
+        Returns:
+            ``2 * length`` token ids.
+        """
+        self.described.result()
+        return requests.induction_probe(self._engine(), length, seed)
+
     def head_roles(self, prompt: Prompt, *, key: str | None = None) -> Job[requests.HeadRoles]:
         """Each head's mean weight on the previous token, the first token and itself over
         ``prompt``'s prefill: one request.
@@ -813,8 +860,9 @@ class Session:
         ``per_token``: bytes the request keeps of its own per token. Tokenises only where
         there is a limit to check."""
         limit = self.memory_limit if self.memory_limit is not None else free_bytes()
-        if limit is not None and isinstance(text, str) and text.strip():
-            tokens = len(engine.tokenizer(text)["input_ids"])
+        ids = requests.prompt_ids(text)
+        if limit is not None and (ids is not None or (isinstance(text, str) and text.strip())):
+            tokens = len(ids) if ids is not None else len(engine.tokenizer(text)["input_ids"])
             check_memory(engine, tokens, patterns, per_token * tokens, limit=limit, advice=MEMORY_ADVICE)
 
     def _engine(self):
