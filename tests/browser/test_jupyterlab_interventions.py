@@ -23,7 +23,7 @@ import pytest
 from browser_support import require_browser
 from nnterp_widgets.figures.tokens import show_token
 import test_jupyterlab_tour as tour
-from test_jupyterlab_tour import KERNEL_EXEC_JS, PLOTS_JS, RUN_ALL_S, STEP_MS, Page, _cell_errors
+from test_jupyterlab_tour import KERNEL_EXEC_JS, PLOTS_JS, STEP_MS
 
 # The tour's JupyterLab server and Chromium, as this module's own fixtures.
 lab, context = tour.lab, tour.context
@@ -40,10 +40,6 @@ SOURCE = [
 SWEEP_S = 180  # the sweep (a few engine requests) and the pair's lens, on a loaded machine
 
 
-def _notebook() -> dict:
-    return tour.notebook_of(SOURCE)
-
-
 def _kernel(p, code: str):
     """``code``'s printed JSON, run in the notebook's kernel."""
     return json.loads(p.evaluate(KERNEL_EXEC_JS, f"import json; print(json.dumps({code}), end='')"))
@@ -51,24 +47,9 @@ def _kernel(p, code: str):
 
 @pytest.fixture(scope="module")
 def notebook(lab, context):
-    (lab.root / NOTEBOOK).write_text(json.dumps(_notebook()), encoding="utf-8")
-    page = Page(context.new_page())
-    p = page.page
-    tour.open_and_run_all(p, lab.url(f"/lab/tree/{NOTEBOOK}"))
-    p.wait_for_function(
-        """() => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
-                   return cells.every(c => c.model.executionCount !== null)
-                     && [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')]
-                          .every(e => !e.textContent.includes('*')); }""",
-        timeout=RUN_ALL_S * 1000,
-        polling=1000,
-    )
-    assert _cell_errors(p) == []
-    explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
-    explorer.wait_for(timeout=STEP_MS)
+    page, explorer = tour.open_notebook(lab, context, NOTEBOOK, SOURCE)
     yield page, explorer
-    p.close()
-    assert page.dialogs == [] and page.errors == [] and page.outside == [], (page.dialogs, page.errors, page.outside)
+    tour.close_notebook(page)
 
 
 def _plot(explorer, title_start: str):

@@ -14,7 +14,7 @@ import pytest
 
 from browser_support import require_browser
 import test_jupyterlab_tour as tour
-from test_jupyterlab_tour import KERNEL_EXEC_JS, RUN_ALL_S, STEP_MS, Page, _cell_errors
+from test_jupyterlab_tour import KERNEL_EXEC_JS
 
 lab, context = tour.lab, tour.context
 
@@ -48,24 +48,9 @@ def _kernel(p, code: str):
 
 @pytest.fixture(scope="module")
 def notebook(lab, context):
-    (lab.root / NOTEBOOK).write_text(json.dumps(tour.notebook_of(SOURCE)), encoding="utf-8")
-    page = Page(context.new_page())
-    p = page.page
-    tour.open_and_run_all(p, lab.url(f"/lab/tree/{NOTEBOOK}"))
-    p.wait_for_function(
-        """() => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
-                   return cells.every(c => c.model.executionCount !== null)
-                     && [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')]
-                          .every(e => !e.textContent.includes('*')); }""",
-        timeout=RUN_ALL_S * 1000,
-        polling=1000,
-    )
-    assert _cell_errors(p) == []
-    explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
-    explorer.wait_for(timeout=STEP_MS)
+    page, explorer = tour.open_notebook(lab, context, NOTEBOOK, SOURCE)
     yield page, explorer
-    p.close()
-    assert page.dialogs == [] and page.errors == [] and page.outside == [], (page.dialogs, page.errors, page.outside)
+    tour.close_notebook(page)
 
 
 def test_an_occlusion_shows_its_bar_and_coarse_row_and_stops_and_the_next_prompt_is_answered(notebook):

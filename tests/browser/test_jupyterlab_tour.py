@@ -806,3 +806,30 @@ def test_lens_window_moves_by_mouse_and_keyboard(tour):
     assert len({tuple(labels) for labels in seen}) == len(set(starts)), starts
     _shot(explorer, "lens_window")
     assert page.dialogs == [] and _cell_errors(p) == [] and page.errors == [], page.errors
+
+
+def open_notebook(lab, context, name: str, sources) -> tuple:
+    """A notebook of ``sources`` written into the server's root, opened in a new page with
+    every cell run (no cell error): ``(page, explorer)``, the explorer's output area."""
+    (lab.root / name).write_text(json.dumps(notebook_of(sources)), encoding="utf-8")
+    page = Page(context.new_page())
+    p = page.page
+    open_and_run_all(p, lab.url(f"/lab/tree/{name}"))
+    p.wait_for_function(
+        """() => { const cells = window.jupyterapp.shell.currentWidget.content.widgets;
+                   return cells.every(c => c.model.executionCount !== null)
+                     && [...document.querySelectorAll('.jp-Notebook .jp-InputPrompt')]
+                          .every(e => !e.textContent.includes('*')); }""",
+        timeout=RUN_ALL_S * 1000,
+        polling=1000,
+    )
+    assert _cell_errors(p) == []
+    explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
+    explorer.wait_for(timeout=STEP_MS)
+    return page, explorer
+
+
+def close_notebook(page) -> None:
+    """Close a page `open_notebook` opened; it showed no dialog and no error."""
+    page.page.close()
+    assert page.dialogs == [] and page.errors == [] and page.outside == [], (page.dialogs, page.errors, page.outside)
