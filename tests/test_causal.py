@@ -253,3 +253,28 @@ def test_bad_occlusion_input_is_refused(session):
         session.occlude(PROMPT, " Paris", resolution="words").result(60)
     with pytest.raises(InterventionError, match="exactly one token"):
         session.occlude(PROMPT, " Paris is", mode="replace").result(60)
+
+
+def test_a_steering_vector_from_lists_of_prompts_read_at_the_mean_or_the_last_token(session):
+    from nnterp_widgets.interventions.steering import SteeringError
+    from reference import reference_values
+
+    positive = ["I love this film", "What a wonderful day"]
+    negative = ["I hate this film"]
+    path = str(checkpoint(FAMILY))
+    streams = {
+        text: reference_values(path, FAMILY, text)[("layer_output", LAYER)][0].cpu().double()
+        for text in positive + negative
+    }
+    for at in ("mean", "last"):
+        read = {text: (stream.mean(0) if at == "mean" else stream[-1]) for text, stream in streams.items()}
+        want = torch.stack([read[t] for t in positive]).mean(0) - torch.stack([read[t] for t in negative]).mean(0)
+        vector = session.steering_vector(positive, negative, LAYER, at=at).result(120)
+        np.testing.assert_allclose(vector, want.numpy(), atol=1e-4)
+    single = session.steering_vector(positive[0], negative[0], LAYER).result(120)
+    one = streams[positive[0]].mean(0) - streams[negative[0]].mean(0)
+    np.testing.assert_allclose(single, one.numpy(), atol=1e-4)
+    with pytest.raises(SteeringError, match="at is where"):
+        session.steering_vector(positive, negative, LAYER, at="first").result(60)
+    with pytest.raises(TypeError, match="a prompt is text"):
+        session.steering_vector([1.5], negative, LAYER).result(60)

@@ -632,3 +632,24 @@ def test_induction_scores_are_the_patterns_weight_after_each_earlier_occurrence(
     assert session.head_roles(probe).result(timeout=120).tokens.ids == tuple(probe)
     with pytest.raises(ValueError, match="unknown role"):
         roles.top("copying")
+
+
+def test_a_whole_value_comes_back_as_a_tensor_equal_to_transformers(session):
+    """`value(..., full=True)`: the whole value, not a preview (the dimension a preview
+    cuts off shows), as a CPU tensor; memory-guarded; a summary alone stays small."""
+    expected = reference_values(str(checkpoint("qwen2")), "qwen2", LONGER)
+    value_id = "model.model.layers.1.mlp.mlp_output"
+    whole = session.value(LONGER, value_id, full=True).result(timeout=120)
+    assert isinstance(whole.tensor, torch.Tensor) and whole.tensor.device.type == "cpu"
+    want = expected[("mlp_output", 1)].cpu()
+    assert tuple(whole.tensor.shape) == tuple(want.shape) == whole.shape
+    torch.testing.assert_close(whole.tensor.float(), want.float(), atol=1e-4, rtol=1e-4)
+    assert whole.tensor.shape[-1] > whole.preview.shape[-1]  # more than the preview's columns
+    assert session.value(LONGER, value_id).result(timeout=120).tensor is None
+    session.max_result_bytes = 4096  # over the preview's 2 KiB, under the whole value's 14 x 128 floats
+    try:
+        with pytest.raises(ResultTooLarge):
+            session.value(LONGER + " !", value_id, full=True).result(timeout=60)
+        assert session.value(LONGER + " !", value_id).result(timeout=120).tensor is None  # the summary fits
+    finally:
+        session.max_result_bytes = MAX_RESULT_BYTES

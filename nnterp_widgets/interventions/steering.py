@@ -174,17 +174,52 @@ def steer(
     return result(found)
 
 
-def steering_vector(model, positive: str, negative: str, layer: int) -> np.ndarray:
-    """One request: mean ``layers[layer].layer_output`` over ``positive``'s tokens minus
-    the same over ``negative``'s, a float32 numpy vector ``[hidden_size]``."""
-    positive_ids, negative_ids = check_prompt(model, positive), check_prompt(model, negative)
+#: Where a steering vector reads each prompt's stream: its mean over the tokens, or its last token.
+VECTOR_AT = ("mean", "last")
+UNKNOWN_AT = "at is where each prompt's stream is read: {choices}; got {at!r}"
+
+
+def side_prompts(model, side: Any) -> list[list[int]]:
+    """One side of a steering vector as token id lists: a prompt (text or ids), or a
+    non-empty list of prompts."""
+    try:
+        return [check_prompt(model, side)]
+    except TypeError:
+        if not isinstance(side, (list, tuple)) or not side:
+            raise
+        return [check_prompt(model, prompt) for prompt in side]
+
+
+def steering_vector(model, positive: Any, negative: Any, layer: int, at: str = "mean") -> np.ndarray:
+    """One request: the mean of ``layers[layer].layer_output`` over ``positive``'s prompts
+    minus the same over ``negative``'s, a float32 numpy vector ``[hidden_size]``.
+
+    Args:
+        model: the `StandardizedVLLM`.
+        positive, negative: a prompt (text or token ids) or a list of prompts each.
+        layer: whose output stream is read.
+        at: ``"mean"``: each prompt's stream averaged over its tokens; ``"last"``: its last
+            token's stream.
+
+    Returns:
+        The vector (read-only).
+    """
+    if at not in VECTOR_AT:
+        raise SteeringError(UNKNOWN_AT.format(choices=", ".join(VECTOR_AT), at=at))
+    sides = {"positive": side_prompts(model, positive), "negative": side_prompts(model, negative)}
     layer = check_layer(model, layer)
+    last = at == "last"
     with model.trace(temperature=0.0, max_tokens=1) as tracer:
         out = dict().save()
-        with tracer.invoke(positive_ids):
-            out["positive"] = model.layers[layer].layer_output[0].float().mean(0).cpu()
-        with tracer.invoke(negative_ids):
-            out["negative"] = model.layers[layer].layer_output[0].float().mean(0).cpu()
-    vector = (out["positive"] - out["negative"]).numpy().astype(np.float32)
+        for name, prompts in sides.items():
+            for index, ids in enumerate(prompts):
+                with tracer.invoke(ids):
+                    stream = model.layers[layer].layer_output[0].float()
+                    out[(name, index)] = (stream[-1] if last else stream.mean(0)).cpu()
+    means = {
+        name: torch.stack([out[(name, index)] for index in range(len(prompts))]).mean(0)
+        for name, prompts in sides.items()
+    }
+    vector = (means["positive"] - means["negative"]).numpy().astype(np.float32)
     vector.setflags(write=False)
     return vector

@@ -48,7 +48,7 @@ from .kept import KEPT_BYTES, KEPT_PROMPTS, keep_bytes, run_kept_lens, stream_ke
 from .lens import LensGrid, lens_window, run_lens
 from .prompt import PromptResult, run_prompt
 from .sites import SITES, AblationDelta, InterventionError
-from .values import ValueSummary, run_value
+from .values import ValueSummary, run_value, value_bytes
 
 __all__ = [
     "FLOOR",
@@ -101,4 +101,5 @@ __all__ = [
     "run_value",
     "stream_key",
     "tokens_of",
+    "value_bytes",
 ]

@@ -108,6 +108,13 @@ class Attribution:
         width = self.heads.shape[1]
         return [((int(i) // width, int(i) % width), float(flat[i])) for i in order]
 
+    def top_mlps(self, k: int = 5, sign: int = 0) -> list[tuple[int, float]]:
+        """The ``k`` MLPs of largest effect, ``[(layer, effect), ...]``: by size (``sign=0``),
+        most positive (1) or most negative (-1)."""
+        key = np.abs(self.mlps) if sign == 0 else sign * self.mlps
+        order = np.argsort(-key, kind="stable")[:k]
+        return [(int(i), float(self.mlps[i])) for i in order]
+
 
 def out_projection(attention_module: torch.nn.Module):
     """The attention block's one row-parallel output projection (o_proj, c_proj, dense,

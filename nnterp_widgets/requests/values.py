@@ -39,6 +39,8 @@ class ValueSummary:
     preview: np.ndarray
     row_tokens: tuple[int, ...]
     total_cols: int
+    #: With ``full=True``: the whole value as a CPU torch tensor (its own dtype), else None.
+    tensor: Any = None
 
 
 #: Rows (token positions) and columns of a value's preview.
@@ -91,9 +93,16 @@ def summarize(value: Any, axis: int | None, rows: int = PREVIEW_ROWS, cols: int 
 
 
 def run_value(
-    model, prompt: str, value_id: str, *, ablate: Sequence = (), max_bytes: int = MAX_RESULT_BYTES
+    model,
+    prompt: Any,
+    value_id: str,
+    *,
+    ablate: Sequence = (),
+    max_bytes: int = MAX_RESULT_BYTES,
+    full: bool = False,
 ) -> ValueSummary:
-    """A summary of one standard value (``model.model.layers.0.mlp.mlp_output``) for ``prompt``."""
+    """A summary of one standard value (``model.model.layers.0.mlp.mlp_output``) for
+    ``prompt``; with ``full``, the whole value too (``tensor``), its size checked first."""
     ids, heads = checked(model, prompt, ablate)
     found = {value.id: value for value in described(model)}
     value = found.get(value_id)
@@ -102,6 +111,8 @@ def run_value(
     if not value.available:
         raise RequestRefused(f"{value.standard_path} is not served on this engine: {value.reason}")
     check_size(PREVIEW_ROWS * PREVIEW_COLS * 4, max_bytes, "ask for a smaller preview")
+    if full:
+        check_size(value_bytes(model, value_id, len(ids)), max_bytes, "shorten the prompt")
     host, name, axis = value.host(model), value.name, value.token_axis
     # Blocks ablated before the read: those before the value's own, and its own too
     # where the value comes after the heads' outputs (root values: every block).
@@ -113,7 +124,10 @@ def run_value(
         out = dict().save()
         for index in range(before):
             ablate_block(model, heads, index)
-        out["summary"] = summarize(getattr(host, name), axis)
+        read = getattr(host, name)
+        out["summary"] = summarize(read, axis)
+        if full:
+            out["tensor"] = read.detach().cpu()
     found = out["summary"]
     return ValueSummary(
         id=value_id,
@@ -123,4 +137,12 @@ def run_value(
         preview=to_numpy(found["preview"], np.float32),
         row_tokens=tuple(found["rows"]),
         total_cols=found["total"],
+        tensor=out["tensor"] if full else None,
     )
+
+
+def value_bytes(model, value_id: str, tokens: int) -> int:
+    """What a whole value weighs for a ``tokens``-token prompt (its shape in the engine's
+    description, 4 bytes a number; 0 where its shape is not known)."""
+    shape = {value.id: value.shape for value in described(model, tokens)}.get(value_id)
+    return int(np.prod(shape)) * 4 if shape else 0

@@ -472,7 +472,7 @@ class Session:
         return self._cached(("lens", requests.prompt_key(prompt), heads, int(start), int(stop)), key, "lens", run)
 
     def value(
-        self, prompt: Prompt, value_id: str, *, key: str | None = None, ablate: Sequence = ()
+        self, prompt: Prompt, value_id: str, *, key: str | None = None, ablate: Sequence = (), full: bool = False
     ) -> Job[requests.ValueSummary]:
         """One standard value for ``prompt``, summarised: one request, cached.
 
@@ -481,18 +481,21 @@ class Session:
             value_id: the value's id in the tree, e.g. ``"model.model.layers.0.mlp.mlp_output"``.
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
+            full: also the whole value (``tensor``, a CPU torch tensor), memory-guarded.
 
         Returns:
             A `Job` of a `ValueSummary` (shape, dtype, statistics and a preview slice).
         """
         heads = _heads(ablate)
         limit = self.max_result_bytes
-        return self._cached(
-            ("value", requests.prompt_key(prompt), heads, value_id),
-            key,
-            "value",
-            lambda engine: requests.run_value(engine, prompt, value_id, ablate=heads, max_bytes=limit),
-        )
+
+        def run(engine):
+            if full:
+                count = len(requests.check_prompt(engine, prompt))
+                self._fits(engine, prompt, per_token=requests.value_bytes(engine, value_id, count) // max(1, count))
+            return requests.run_value(engine, prompt, value_id, ablate=heads, max_bytes=limit, full=full)
+
+        return self._cached(("value", requests.prompt_key(prompt), heads, value_id, bool(full)), key, "value", run)
 
     def _cached(self, entry: tuple, key: str | None, what: str, fn: Callable[[Any], R]) -> Job[R]:
         """``fn(engine)`` as a request under ``key:what``, or the answer kept for ``entry``."""
@@ -717,21 +720,22 @@ class Session:
         )
 
     def steering_vector(
-        self, positive: Prompt, negative: Prompt, layer: int, *, key: str | None = None
+        self, positive: Any, negative: Any, layer: int, *, at: str = "mean", key: str | None = None
     ) -> Job[np.ndarray]:
-        """A steering vector from two prompts: one request.
+        """A steering vector from two prompts, or two lists of prompts: one request.
 
         Args:
-            positive, negative: the two prompts.
+            positive, negative: a prompt (text or token ids) or a list of prompts each.
             layer: whose ``layer_output`` is read.
+            at: ``"mean"`` (each prompt's stream over its tokens) or ``"last"`` (its last token's).
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
             A `Job` of a float32 numpy vector: the mean ``layers[layer].layer_output`` over
-            ``positive`` minus the same over ``negative``.
+            ``positive``'s prompts minus the same over ``negative``'s.
         """
         return self.request(
-            lambda engine: interventions.steering_vector(engine, positive, negative, layer),
+            lambda engine: interventions.steering_vector(engine, positive, negative, layer, at),
             key=key,
             what="steering vector",
         )
