@@ -1237,3 +1237,12 @@ def test_the_head_grid_keeps_to_three_rows_however_many_heads():
     titles = [a.text for a in tall.layout.annotations if a.text != tall.layout.title.text]
     assert titles[3] == f"{SHOWN_MARK}3" and titles[31] == "31"  # a number alone in a narrow column
     assert [a.text for a in nine.layout.annotations][3] == f"{SHOWN_MARK}head 3"
+
+
+def test_attribution_names_its_largest_heads_and_mlps_with_their_sign():
+    attribution = _attribution()  # heads -2.5 .. 2.5 over 2 x 3, MLPs 0.2 and 0.3
+    assert attribution.top_heads(2) == [((0, 0), -2.5), ((1, 2), 2.5)]  # by size, the sign kept
+    assert attribution.top_heads(1, sign=1) == [((1, 2), 2.5)]
+    assert attribution.top_heads(1, sign=-1) == [((0, 0), -2.5)]
+    assert attribution.top_mlps(2) == [(1, 0.3), (0, 0.2)]
+    assert attribution.top_mlps(1, sign=-1) == [(0, 0.2)]  # the least positive is the most negative here
