@@ -60,7 +60,7 @@ def test_progress_and_partial_follow_the_chunks(worker):
 
 def test_a_job_before_its_first_chunk_has_no_partial_answer():
     job = Job("test")
-    assert job.progress == (0, None) and job.partial() is None and job.remaining() is None
+    assert job.progress == (0, 1) and job.partial() is None and job.remaining() is None
     job.set_running_or_notify_cancel()
     job.start(5)
     assert job.progress == (0, 5) and job.partial() is None
@@ -184,3 +184,19 @@ def test_gather_answers_every_part_follows_the_first_and_cancels_them_all(worker
     assert together.cancelled() and other.cancelled()
     assert worker.submit(None, lambda engine, progress: "free").result(10) == "free"
     assert long.cancelled()
+
+
+def test_a_one_trace_request_cancelled_while_it_runs_ends_cancelled(worker):
+    started, release = threading.Event(), threading.Event()
+
+    def one_trace(engine, progress):
+        started.set()
+        release.wait(10)
+        return "the answer nobody wants"
+
+    job = worker.submit(None, one_trace, Job("prompt"))
+    assert job.progress == (0, 1) and started.wait(10)
+    assert job.cancel() is True
+    release.set()
+    assert worker.submit(None, lambda engine, progress: "next").result(10) == "next"
+    assert job.cancelled()

@@ -33,7 +33,7 @@ class Job(Future, Progress, Generic[R]):
         super().__init__()
         self.what = what
         self._stop = threading.Event()
-        self._progress = (0, None)
+        self._progress: tuple[int, int | None] = (0, 1)  # one chunk, until the request says more
         self._partial: Callable[[], Any] | None = None
         self._watchers: list[Callable[[Job], None]] = []
         self.started_at: float | None = None
@@ -43,8 +43,8 @@ class Job(Future, Progress, Generic[R]):
 
     @property
     def progress(self) -> tuple[int, int | None]:
-        """``(done, total)`` in the request's own units; ``total`` is None until it is known
-        (a one-trace request has ``(0, 1)`` then ``(1, 1)``)."""
+        """``(done, total)`` in the request's own units (a one-trace request: ``(0, 1)``, then
+        ``(1, 1)``; a chunked one says its total when it starts)."""
         return self._progress
 
     def partial(self) -> R | None:

@@ -209,6 +209,9 @@ class EngineWorker:
             error.__notes__ = getattr(error, "__notes__", []) + [traceback.format_exc(limit=3)]
             future.set_exception(error)
             return
+        if future.stop_asked:  # cancelled while its one chunk ran: its answer is not wanted
+            future.end_cancelled()
+            return
         future.finish(result)
 
     def _reopen(self, why: str) -> None:
