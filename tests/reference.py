@@ -328,7 +328,9 @@ def _linear_weight(module: torch.nn.Module) -> torch.Tensor:
     return weight.t() if type(module).__name__ == "Conv1D" else weight
 
 
-def reference_attribution(path: str, family: str, prompt: str, answer: int, foil: int | None) -> dict:
+def reference_attribution(
+    path: str, family: str, prompt: str, answer: int, foil: int | None, position: int = -1
+) -> dict:
     """Direct logit attribution in transformers, written from the textbook formulas:
     each head's output through its columns of the output projection's weight, then the
     final norm (RMSNorm, Gemma's ``1 + w``, or LayerNorm) with its scale computed from
@@ -347,7 +349,7 @@ def reference_attribution(path: str, family: str, prompt: str, answer: int, foil
     norm = next(module for module in map(lambda n: _find(model, n), FINAL_NORMS) if module is not None)
     unembed = model.get_output_embeddings().weight.detach().double()
     direction = unembed[answer] - (unembed[foil] if foil is not None else 0.0)
-    final = values[("layer_output", len(layers) - 1)][0, -1].double()
+    final = values[("layer_output", len(layers) - 1)][0, position].double()
     centres = isinstance(norm, torch.nn.LayerNorm)
     eps = norm.eps if centres else getattr(norm, "variance_epsilon", getattr(norm, "eps", None))
     gain = norm.weight.detach().double() + (1.0 if type(norm).__name__.startswith("Gemma") else 0.0)
@@ -366,19 +368,23 @@ def reference_attribution(path: str, family: str, prompt: str, answer: int, foil
             getattr(block, n) for n in OUT_PROJECTIONS if isinstance(getattr(block, n, None), torch.nn.Module)
         )
         weight = _linear_weight(projection).detach().double()
-        outputs = interior[("attention_head_outputs", index)][0, -1].double()  # [heads, head_dim]
+        outputs = interior[("attention_head_outputs", index)][0, position].double()  # [heads, head_dim]
         count, size = outputs.shape
         per_head = torch.einsum("ohd,hd->ho", weight.reshape(weight.shape[0], count, size), outputs)
         heads.append(effect(per_head).cpu().numpy())
-        attention.append(float(effect(values[("attention_output", index)][0, -1])))
-        mlps.append(float(effect(values[("mlp_output", index)][0, -1])))
-    logits = values["logits"][0, -1].double()
+        attention.append(float(effect(values[("attention_output", index)][0, position])))
+        mlps.append(float(effect(values[("mlp_output", index)][0, position])))
+    if position == -1:
+        logits = values["logits"][0, -1].double()
+    else:  # the engine serves the last position's logits only; transformers' at this one
+        with torch.no_grad():
+            logits = model(values["input_ids"]).logits[0, position].double()
     metric = logits[answer] - (logits[foil] if foil is not None else 0.0)
     return {
         "heads": np.stack(heads),
         "mlps": np.array(mlps),
         "attention": np.array(attention),
-        "embedding": float(effect(values[("layer_input", 0)][0, -1])),
+        "embedding": float(effect(values[("layer_input", 0)][0, position])),
         "metric": float(metric),
     }
 

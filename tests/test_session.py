@@ -653,3 +653,29 @@ def test_a_whole_value_comes_back_as_a_tensor_equal_to_transformers(session):
         assert session.value(LONGER + " !", value_id).result(timeout=120).tensor is None  # the summary fits
     finally:
         session.max_result_bytes = MAX_RESULT_BYTES
+
+
+def test_attribution_at_a_position_is_transformers_there_and_adds_up(session):
+    """`attribute(..., position=p)`: every part's direct effect on what the model predicts
+    after token ``p``, held to transformers' textbook computation at that position."""
+    from nnterp_widgets.requests.sites import InterventionError
+    from reference import reference_attribution
+
+    ids = session.tokenizer()(LONGER)["input_ids"]
+    position = 4
+    model, _ = hf_model(str(checkpoint("qwen2")))
+    with torch.no_grad():
+        expected = model(torch.tensor([ids], device=model.device)).logits[0, position]
+    answer, foil = (int(i) for i in expected.topk(2).indices)
+    got = session.attribute(LONGER, answer, foil, position=position).result(timeout=120)
+    want = reference_attribution(str(checkpoint("qwen2")), "qwen2", LONGER, answer, foil, position)
+    scale = max(1.0, abs(got.metric))
+    assert got.position == position and abs(got.total - got.metric) < 1e-4 * scale
+    np.testing.assert_allclose(got.metric, want["metric"], atol=1e-4 * scale)
+    np.testing.assert_allclose(got.heads, want["heads"], atol=1e-4 * scale)
+    np.testing.assert_allclose(got.mlps, want["mlps"], atol=1e-4 * scale)
+    np.testing.assert_allclose(got.embedding, want["embedding"], atol=1e-4 * scale)
+    assert session.attribute(LONGER, answer, foil).result(timeout=120).position == len(ids) - 1
+    with pytest.raises(InterventionError, match=rf"outside this {len(ids)}-token prompt"):
+        session.attribute(LONGER, answer, foil, position=len(ids)).result(timeout=60)
+    assert session.attribute(LONGER, answer, foil, position=-len(ids)).result(timeout=120).position == 0

@@ -46,6 +46,7 @@ SOFTCAP = (
     "the logits are softcapped: the metric (and its parts) is the logit difference before the "
     "softcap; capped_metric is the one after it"
 )
+POSITION_RANGE = "position {position} is outside this {count}-token prompt: give 0..{last}, or -1 for the last"
 SAME_TOKEN = "the answer and the foil are the same token ({text!r}); their logit difference is always 0"
 #: Probe size for the norm: large, so the norm's epsilon is negligible (1e-12 relative).
 PROBE = 1000.0
@@ -54,7 +55,7 @@ PROBE = 1000.0
 @dataclass(frozen=True)
 class Attribution:
     """Each part's direct effect on ``metric`` = logit(answer) - logit(foil) (or
-    logit(answer) alone) at the last position.
+    logit(answer) alone) at ``position`` (the last unless asked otherwise).
 
     ``heads[layer, head]``: the head's output through its slice of the output projection,
     the final norm at this run's scale, the unembedding; NaN on every head where
@@ -82,6 +83,8 @@ class Attribution:
     heads_reason: str | None = None
     note: str | None = None
     capped_metric: float | None = None
+    #: The position the metric is read at (what the model predicts after that token).
+    position: int = -1
 
     @property
     def num_layers(self) -> int:
@@ -196,8 +199,9 @@ def per_head(projection: torch.nn.Module, outputs: torch.Tensor) -> tuple[torch.
     return (result[:-1] - base).reshape(*lead, count, -1), bias
 
 
-def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out: dict) -> None:
-    """Inside a trace: read each part at the last position and reduce it to its effect."""
+def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out: dict, position: int = -1) -> None:
+    """Inside a trace: read each part at ``position`` (the last by default) and reduce it
+    to its effect on the metric the lens reads there."""
     head_module = model.unembedding()
     unembed = head_module.weight
     processor = module_of(model.logits_processor)
@@ -210,22 +214,24 @@ def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out:
         if head_bias is None
         else float(scale * (head_bias[answer].float() - (head_bias[foil].float() if foil is not None else 0.0)))
     )
-    parts = [model.layers[0].layer_input[0, -1].float()]
+    parts = [model.layers[0].layer_input[0, position].float()]
     heads, biases = [], []
     for layer in model.layers:
         attention = layer.self_attn
         if split_heads:
             contributions, bias = per_head(
-                out_projection(module_of(attention)), attention.attention_head_outputs[0, -1]
+                out_projection(module_of(attention)), attention.attention_head_outputs[0, position]
             )
             heads.append(contributions)
             biases.append(bias if bias is not None else torch.zeros_like(parts[0]))
-        parts.append(attention.attention_output[0, -1].float())
-        parts.append(layer.mlp.mlp_output[0, -1].float())
-    stream = model.layers[-1].layer_output[0, -1].float()
+        parts.append(attention.attention_output[0, position].float())
+        parts.append(layer.mlp.mlp_output[0, position].float())
+    stream = model.layers[-1].layer_output[0, position].float()
     gain, bias, centres = frozen_norm(module_of(model.norm), stream)
     out["norm_bias"] = float(bias @ direction)
-    logits = model.logits[0, -1].float()
+    # The model's own logits at the last position; elsewhere the lens of the last stream
+    # there (the final norm and the logits processor: what the logits would be).
+    logits = (model.logits[0, -1] if position == -1 else model.project_on_vocab(stream.unsqueeze(0))[0]).float()
     out["capped"] = float(logits[answer] - (logits[foil] if foil is not None else 0.0))
     # Before any softcap: the final norm's output on the unembedding direction.
     normed = norm_output(module_of(model.norm), stream)
@@ -238,19 +244,24 @@ def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out:
     out["effects"] = ((rows * gain) @ direction).cpu()
 
 
-def attribute(model, prompt: str, answer, foil=None) -> Attribution:
+def attribute(model, prompt: str, answer, foil=None, position: int = -1) -> Attribution:
     """One request: the direct effect of every head, MLP and bias on the metric.
 
     Args:
         model: the `StandardizedVLLM`.
-        prompt: the prompt; the metric is read at its last position.
+        prompt: the prompt (text or token ids).
         answer: a token's id or one token's text.
         foil: another token (the metric is then logit(answer) - logit(foil)), or None.
+        position: where the metric is read (the last position by default; negative counts
+            from the end): what the model predicts after that token.
 
     Returns:
         An `Attribution` whose parts add up to its metric.
     """
     ids = check_prompt(model, prompt)
+    if isinstance(position, bool) or not isinstance(position, int) or not -len(ids) <= position < len(ids):
+        raise InterventionError(POSITION_RANGE.format(position=position, count=len(ids), last=len(ids) - 1))
+    position = position - len(ids) if position >= 0 else position  # -1 is the last: its logits are served
     answer_id, answer_text = one_token(model, answer, "answer", InterventionError)
     foil_id, foil_text = one_token(model, foil, "foil", InterventionError) if foil is not None else (None, None)
     if foil_id == answer_id:
@@ -260,7 +271,7 @@ def attribute(model, prompt: str, answer, foil=None) -> Attribution:
     with model.trace(ids, temperature=0.0, max_tokens=1):
         out = dict().save()
         out["input_ids"] = model.input_ids[0].cpu()
-        direct_effects(model, answer_id, foil_id, reason is None, out)
+        direct_effects(model, answer_id, foil_id, reason is None, out, position)
     softcap = getattr(module_of(model.logits_processor), "soft_cap", None)
     metric, capped = float(out["metric"]), float(out["capped"])
     effects = out["effects"].double().numpy()
@@ -288,6 +299,7 @@ def attribute(model, prompt: str, answer, foil=None) -> Attribution:
         heads_reason=reason,
         note=SOFTCAP if softcap else None,
         capped_metric=capped,
+        position=len(ids) + position,
     )
 
 

@@ -641,21 +641,25 @@ class Session:
         """
         return self.request(lambda engine: requests.follow(engine, prompt, target), key=key, what="lens modes")
 
-    def attribute(self, prompt: Prompt, answer, foil=None, *, key: str | None = None) -> Job[requests.Attribution]:
+    def attribute(
+        self, prompt: Prompt, answer, foil=None, *, position: int = -1, key: str | None = None
+    ) -> Job[requests.Attribution]:
         """Who wrote the answer: each head's, MLP's and bias's direct effect, one request.
 
         Args:
             prompt: the prompt's text.
             answer: a token (an id or one token's text).
             foil: a second token, or ``None``: the metric is logit(answer) - logit(foil)
-                at the last position (logit(answer) alone without a foil).
+                at ``position`` (logit(answer) alone without a foil).
+            position: where the metric is read: the last position by default, or any
+                other (what the model predicts after that token).
             key: names the asker (newest wins under it); ``None``: never replaced.
 
         Returns:
             A `Job` of an `Attribution`, whose parts add up to its metric.
         """
         return self.request(
-            lambda engine: requests.attribute(engine, prompt, answer, foil), key=key, what="attribution"
+            lambda engine: requests.attribute(engine, prompt, answer, foil, position), key=key, what="attribution"
         )
 
     def contributions(
