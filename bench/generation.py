@@ -17,23 +17,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 import torch
 
-from common import report
+from common import median_seconds, report
 
 PROMPT = "The Eiffel Tower is in the city of Paris. It was built"
-
-
-def timed(fn, repeat: int) -> float:
-    fn()  # warm-up: the first run of a trace also compiles its intervention
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return sorted(samples)[len(samples) // 2]
 
 
 def raw_trace(tokens: int, lens: bool):
@@ -70,12 +59,16 @@ def main(argv: list[str] | tuple = ()) -> str:
     session = Session.open(progress=False, max_model_len=1024).wait()
     rows = []
     for tokens in [int(n) for n in args.tokens.split(",")]:
-        outer = timed(lambda: session.request(vllm_generate(tokens)).result(), args.repeat)
-        raw = timed(lambda: session.request(raw_trace(tokens, lens=False)).result(), args.repeat)
-        floor = timed(lambda: session.request(raw_trace(tokens, lens=True)).result(), args.repeat)
-        ours = timed(lambda: session.generate(PROMPT, tokens, min_tokens=tokens).result(), args.repeat)
+        outer = median_seconds(lambda: session.request(vllm_generate(tokens)).result(), args.repeat, warmup=1)
+        raw = median_seconds(lambda: session.request(raw_trace(tokens, lens=False)).result(), args.repeat, warmup=1)
+        floor = median_seconds(lambda: session.request(raw_trace(tokens, lens=True)).result(), args.repeat, warmup=1)
+        ours = median_seconds(
+            lambda: session.generate(PROMPT, tokens, min_tokens=tokens).result(), args.repeat, warmup=1
+        )
         vector = session.steering_vector("I love it", "I hate it", 8).result()
-        steer = timed(lambda: session.steer(PROMPT, vector, 8, 2.0, tokens, min_tokens=tokens).result(), args.repeat)
+        steer = median_seconds(
+            lambda: session.steer(PROMPT, vector, 8, 2.0, tokens, min_tokens=tokens).result(), args.repeat, warmup=1
+        )
         rows += [
             (f"{tokens} tokens: vLLM's own generate", f"{outer * 1e3:.0f} ms ({tokens / outer:.0f} tokens/s)"),
             (f"{tokens} tokens: raw nnsight trace", f"{raw * 1e3:.0f} ms"),

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from common import report
+from common import median_seconds, report
 
 SENTENCES = [
     "The Eiffel Tower is in Paris, the capital of France.",
@@ -66,16 +66,6 @@ def arithmetic(key: str, start: int, stop: int, repeat: int):
     return run
 
 
-def timed(fn, repeat: int = 3) -> float:
-    fn()
-    samples = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - began)
-    return sorted(samples)[len(samples) // 2]
-
-
 def main(argv: list[str] | tuple = ()) -> str:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-occlusion", action="store_true")
@@ -89,7 +79,7 @@ def main(argv: list[str] | tuple = ()) -> str:
     if not args.skip_occlusion:
         text = paragraph(tokenizer, 300)
         count = len(tokenizer(text)["input_ids"])
-        one = timed(lambda: session.request(forward(text)).result())
+        one = median_seconds(lambda: session.request(forward(text)).result(), 3, warmup=1)
         session.occlude(text, " Paris").result()  # warm-up: the first run compiles the invokes
         began = time.perf_counter()
         job = session.occlude(text, " Paris")
@@ -135,7 +125,7 @@ def main(argv: list[str] | tuple = ()) -> str:
                 samples.append(time.perf_counter() - began)
             move = sorted(samples)[len(samples) // 2]
             alone = session.request(arithmetic(shown.kept, 0, 32, 5)).result()
-            raw = timed(lambda: session.request(forward(text)).result(), 1)
+            raw = median_seconds(lambda: session.request(forward(text)).result(), 1, warmup=1)
             rows += [
                 (f"lens window move, {count} tokens (32 positions, no forward)", f"{move * 1e3:.0f} ms"),
                 ("the lens's own arithmetic for the window", f"{alone * 1e3:.0f} ms"),

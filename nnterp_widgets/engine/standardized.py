@@ -377,6 +377,12 @@ class StandardizedVLLM(VLLM):
         logits = self.logits_processor(head, normed, self.head_bias())
         return logits.reshape(*leading, logits.shape[-1])
 
+    @property
+    def in_process(self) -> bool:
+        """Whether vLLM's engine core and worker run in this process, their objects
+        reachable from here (vLLM's ``apply_model`` then needs no serialisation)."""
+        return self._in_process
+
     def head_bias(self) -> torch.Tensor | None:
         """The unembedding's bias where the family's head has one (the logits processor
         adds it), else None."""

@@ -14,7 +14,7 @@ the first chunk's step 0 is the prefill, whose lens is read at the last prompt p
 each later step writes one token. A later chunk starts from the token ids written so far
 (its first step re-reads the sequence, as a prefill), so a job reports its progress and
 partial answer between chunks and a cancel stops there; chunks are sized to about
-`CHUNK_S` seconds from the pace of the one before (the first is `FIRST_CHUNK` steps, so
+`progress.CHUNK_S` seconds from the pace of the one before (`progress.Pace`) (the first is `FIRST_CHUNK` steps, so
 the first tokens show at once). Greedy generation is the same in chunks or in one trace;
 a sampled one (``temperature > 0``) draws each chunk afresh. The lens of a step is one
 matrix product: every layer's last stream, stacked, through the final norm and the
@@ -37,15 +37,12 @@ import time
 
 from .common import LENS_K, RequestRefused, Tokens, check_prompt, one_token, texts_of, token_text, tokens_of
 from .lens import LensGrid
-from .progress import NO_PROGRESS, Progress
+from .progress import NO_PROGRESS, Pace, Progress
 
 #: Tokens a generation writes unless told otherwise.
 GENERATE_TOKENS = 8
 #: Steps in a generation's first chunk: its first tokens show at once.
 FIRST_CHUNK = 2
-#: Seconds a later chunk aims at (from the pace of the one before): a cancel waits at most
-#: about this long, and each chunk's re-read of the sequence costs little beside it.
-CHUNK_S = 1.0
 #: Sampling unless told otherwise: greedy, so a generation is reproducible.
 GREEDY = MappingProxyType({"temperature": 0.0})
 
@@ -389,10 +386,10 @@ def run_chunks(
     ids = [list(sequence) for sequence, _ in sequences]
     live = [True] * len(sequences)
     progress.start(max_tokens)
-    chunk, written = min(FIRST_CHUNK, max_tokens), 0
+    pace, written = Pace(first=FIRST_CHUNK, most=max_tokens), 0
     least = int(settings.get("min_tokens", 0) or 0)
     while written < max_tokens and any(live):
-        chunk = min(chunk, max_tokens - written)
+        chunk = min(pace.next(), max_tokens - written)
         chunk_settings = {**settings, "max_tokens": chunk}
         if least:
             chunk_settings["min_tokens"] = min(chunk, max(0, least - written))
@@ -416,9 +413,8 @@ def run_chunks(
             if len(steps) < chunk or ended:
                 live[index] = False
         written = max(len(steps) for steps in found)  # the live sequences move together
-        seconds = (time.perf_counter() - started) / max(1, chunk)
+        pace.took(chunk, time.perf_counter() - started)
         progress.advance(written, (lambda: partial(found)) if partial is not None and found[0] else None)
-        chunk = max(1, min(max_tokens, int(CHUNK_S / max(seconds, 1e-3))))
     return found
 
 

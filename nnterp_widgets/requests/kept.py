@@ -45,7 +45,8 @@ def keep_bytes(layers: int, tokens: int, hidden: int) -> int:
 def keep(key: str, streams: list, norm: Any, head: Any, processor: Any, bias: Any) -> None:
     """Inside a trace (in the worker): keep ``streams`` (each layer's ``[tokens, hidden]``)
     and the lens's modules under ``key``; the oldest prompt beyond `KEPT_PROMPTS` is dropped."""
-    _KEPT[key] = (torch.stack([stream.detach().clone() for stream in streams]), norm, head, processor, bias)
+    # A value read is the worker's private copy already; stacking them is the one copy kept.
+    _KEPT[key] = (torch.stack([stream.detach() for stream in streams]), norm, head, processor, bias)
     _KEPT.move_to_end(key)
     while len(_KEPT) > KEPT_PROMPTS:
         _KEPT.popitem(last=False)

@@ -347,7 +347,9 @@ class Session:
         def run(engine, job):
             count = len(requests.check_prompt(engine, prompt))
             kept = requests.keep_bytes(engine.num_layers, 1, engine.hidden_size)
-            keep = requests.stream_key(prompt, heads) if kept * count <= most_kept else None
+            # Kept only where the worker is this process: elsewhere a window move could not reach them.
+            reachable = getattr(engine, "in_process", False)
+            keep = requests.stream_key(prompt, heads) if reachable and kept * count <= most_kept else None
             self._fits(engine, prompt, patterns=1, per_token=kept if keep else 0)
             return requests.run_prompt(
                 engine, prompt, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side, keep=keep
