@@ -350,7 +350,7 @@ class Session:
             # Kept only where the worker is this process: elsewhere a window move could not reach them.
             reachable = getattr(engine, "in_process", False)
             keep = requests.stream_key(prompt, heads) if reachable and kept * count <= most_kept else None
-            self._fits(engine, prompt, patterns=1, per_token=kept if keep else 0)
+            self._fits(engine, prompt, patterns=1, per_token=kept if keep else 0, tokens=count)
             return requests.run_prompt(
                 engine, prompt, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side, keep=keep
             )
@@ -494,7 +494,12 @@ class Session:
         def run(engine):
             if full:
                 count = len(requests.check_prompt(engine, prompt))
-                self._fits(engine, prompt, per_token=requests.value_bytes(engine, value_id, count) // max(1, count))
+                self._fits(
+                    engine,
+                    prompt,
+                    per_token=requests.value_bytes(engine, value_id, count) // max(1, count),
+                    tokens=count,
+                )
             return requests.run_value(engine, prompt, value_id, ablate=heads, max_bytes=limit, full=full)
 
         return self._cached(("value", requests.prompt_key(prompt), heads, value_id, bool(full)), key, "value", run)
@@ -864,15 +869,17 @@ class Session:
     def tokenizer(self):
         return self._engine().tokenizer
 
-    def _fits(self, engine, text: str, patterns: int = 0, per_token: int = 0) -> None:
+    def _fits(self, engine, text: str, patterns: int = 0, per_token: int = 0, tokens: int | None = None) -> None:
         """Refuse, before it runs, a request on ``text`` that would not fit the engine's
         memory (`memory.check_memory`; ``memory_limit`` replaces the free memory);
-        ``per_token``: bytes the request keeps of its own per token. Tokenises only where
-        there is a limit to check."""
+        ``per_token``: bytes the request keeps of its own per token; ``tokens``: the
+        prompt's count where the caller has it. Tokenises only where there is a limit to
+        check and no count."""
         limit = self.memory_limit if self.memory_limit is not None else free_bytes()
         ids = requests.prompt_ids(text)
-        if limit is not None and (ids is not None or (isinstance(text, str) and text.strip())):
-            tokens = len(ids) if ids is not None else len(engine.tokenizer(text)["input_ids"])
+        if limit is not None and (tokens is not None or ids is not None or (isinstance(text, str) and text.strip())):
+            if tokens is None:
+                tokens = len(ids) if ids is not None else len(engine.tokenizer(text)["input_ids"])
             check_memory(engine, tokens, patterns, per_token * tokens, limit=limit, advice=MEMORY_ADVICE)
 
     def _engine(self):
