@@ -96,16 +96,34 @@ def _replace(output, tensor):
     return (tensor, *output[1:]) if isinstance(output, tuple) else tensor
 
 
-def _hf_patch(hf, site, answer, foil):
+def _hf_patch(hf, site, answer, foil, positions=None, metric="logit_diff", noise=None):
     """The sweep in transformers: read the clean values with hooks, then patch one cell per
-    forward of the corrupted prompt. Returns (clean metric, corrupted metric, patched)."""
+    forward of the corrupted prompt. ``noise = (subject, scale, seed)``: causal tracing,
+    the corrupted run being the clean prompt with noise on the subject's embeddings,
+    drawn as the engine draws it. Returns (clean metric, corrupted metric, patched)."""
     model, tokenizer = hf.model, hf.tokenizer
     layers = model.config.num_hidden_layers
     heads = model.config.num_attention_heads
     head_dim = model.config.hidden_size // heads
-    clean, corrupted = _ids(tokenizer, CLEAN), _ids(tokenizer, CORRUPTED)
+    clean = _ids(tokenizer, CLEAN)
+    corrupted = clean if noise is not None else _ids(tokenizer, CORRUPTED)
+    count = clean.shape[1]
+    positions = list(range(count)) if positions is None else sorted(p % count for p in positions)
     heads_site = site == "attention_head_outputs"
     saved = {}
+    noised = []
+    if noise is not None:
+        (start, stop), scale, seed = noise
+        table = model.get_input_embeddings().weight[: model.config.vocab_size]
+        unit = torch.randn((stop - start, model.config.hidden_size), generator=torch.Generator().manual_seed(seed))
+        added = (unit * (scale * table.detach().float().cpu().std())).to(devices.DEVICE)
+
+        def add_noise(m, args, out):
+            x = out.clone()
+            x[:, start:stop] += added
+            return x
+
+        noised = [(_get(model, hf.names.embed), "post", add_noise)]
 
     def reader(layer):
         if heads_site:
@@ -114,21 +132,25 @@ def _hf_patch(hf, site, answer, foil):
 
     kind = "pre" if heads_site else "post"
 
-    def metric(logits):
-        return float(logits[answer] - logits[foil])
+    def measure(logits):
+        logits = logits.float()
+        if metric == "logit_diff":
+            return float(logits[answer] - logits[foil])
+        logprob = float(torch.log_softmax(logits, -1)[answer])
+        return logprob if metric == "logprob" else float(np.exp(logprob))
 
-    clean_metric = metric(_hf_run(model, clean, [(hf.site(site, l), kind, reader(l)) for l in range(layers)]))
-    corrupted_metric = metric(_hf_run(model, corrupted, []))
-    columns = heads if heads_site else clean.shape[1]
-    patched = np.zeros((layers, columns))
+    clean_metric = measure(_hf_run(model, clean, [(hf.site(site, l), kind, reader(l)) for l in range(layers)]))
+    corrupted_metric = measure(_hf_run(model, corrupted, noised))
+    columns = list(range(heads)) if heads_site else positions
+    patched = np.zeros((layers, len(columns)))
     for layer in range(layers):
-        for column in range(columns):
+        for index, column in enumerate(columns):
             if heads_site:
                 span = slice(column * head_dim, (column + 1) * head_dim)
 
                 def hook(m, args, layer=layer, span=span):
                     x = args[0].clone()
-                    x[..., span] = saved[layer][..., span]
+                    x[:, positions, span] = saved[layer][:, positions, span]
                     return (x, *args[1:])
             else:
 
@@ -137,7 +159,7 @@ def _hf_patch(hf, site, answer, foil):
                     x[:, column] = saved[layer][:, column]
                     return _replace(out, x)
 
-            patched[layer, column] = metric(_hf_run(model, corrupted, [(hf.site(site, layer), kind, hook)]))
+            patched[layer, index] = measure(_hf_run(model, corrupted, [*noised, (hf.site(site, layer), kind, hook)]))
     return clean_metric, corrupted_metric, patched
 
 
@@ -181,6 +203,55 @@ def test_patch_end_points(session):
     np.testing.assert_allclose(result.effect[-1, -1], 1.0, atol=1e-5)
     np.testing.assert_allclose(result.effect[:, 0], 0.0, atol=1e-5)
     assert result.clean.texts[1] != result.corrupted.texts[1]
+
+
+OPTIONS = [
+    dict(site="heads", positions=[1, -1], metric="logprob"),
+    dict(site="layer_output", positions=[0, 2, -1], metric="prob"),
+    dict(site="attention_output", positions=[3], metric="logit_diff"),
+]
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: f"{o['site']}-{o['metric']}")
+def test_patch_options_match_transformers(session, hf, answer_foil, options):
+    # Per-head cells, some positions, each metric: held to the same sweep in transformers.
+    answer, foil = answer_foil
+    result = session.patch(CLEAN, CORRUPTED, ANSWER, FOIL, **options).result(timeout=300)
+    site = {"heads": "attention_head_outputs"}.get(options["site"], options["site"])
+    clean_metric, corrupted_metric, patched = _hf_patch(
+        hf, site, answer, foil, positions=options["positions"], metric=options["metric"]
+    )
+    assert result.site == site and result.metric == options["metric"]
+    count = len(result.clean)
+    assert result.positions == tuple(sorted(p % count for p in options["positions"]))
+    np.testing.assert_allclose([result.clean_metric, result.corrupted_metric], [clean_metric, corrupted_metric], **TOL)
+    np.testing.assert_allclose(result.patched, patched, **TOL)
+    frame = result.to_pandas()
+    assert len(frame) == result.patched.size
+    assert list(frame.columns[:2]) == ["layer", "head" if result.per_head else "position"]
+    np.testing.assert_allclose(frame["effect"].to_numpy(), result.effect.reshape(-1))
+
+
+def test_causal_tracing_matches_transformers(session, hf, answer_foil):
+    # Causal tracing: no corrupted prompt; the subject's embeddings get seeded noise, the
+    # same draw in every request of the sweep and in transformers.
+    answer, _ = answer_foil
+    subject = (1, 3)
+    result = session.patch(CLEAN, None, ANSWER, metric="prob", subject=subject, noise=3.0, seed=7).result(timeout=300)
+    clean_metric, corrupted_metric, patched = _hf_patch(
+        hf, "layer_output", answer, None, metric="prob", noise=(subject, 3.0, 7)
+    )
+    assert (result.subject, result.noise, result.seed, result.foil) == (subject, 3.0, 7, None)
+    assert result.corrupted.ids == result.clean.ids
+    np.testing.assert_allclose([result.clean_metric, result.corrupted_metric], [clean_metric, corrupted_metric], **TOL)
+    np.testing.assert_allclose(result.patched, patched, **TOL)
+    # Before the subject the noise has not arrived: those cells are the corrupted run.
+    np.testing.assert_allclose(result.effect[:, 0], 0.0, atol=1e-4)
+    np.testing.assert_allclose(result.effect[-1, -1], 1.0, atol=1e-4)
+    again = session.patch(CLEAN, None, ANSWER, metric="prob", subject=subject, seed=7).result(timeout=300)
+    np.testing.assert_array_equal(again.patched, result.patched)
+    other = session.patch(CLEAN, None, ANSWER, metric="prob", subject=subject, seed=8).result(timeout=300)
+    assert other.corrupted_metric != result.corrupted_metric
 
 
 def test_chunked_sweep_matches_one_chunk(session):
@@ -306,8 +377,19 @@ BAD = [
     (lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, ANSWER), "the answer and the foil are the same token"),
     (
         lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, FOIL, site="mlp_input"),
-        "unknown site 'mlp_input'; the sites are layer_output, attention_output, mlp_output, attention_head_outputs",
+        "unknown site 'mlp_input'; the sites are layer_output, attention_output, mlp_output, attention_head_outputs, heads",
     ),
+    (
+        lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, FOIL, positions=[5]),
+        "positions are token positions of the prompt, a non-empty list of distinct integers in 0..4",
+    ),
+    (lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, FOIL, positions=[]), "positions are token positions"),
+    (lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, FOIL, metric="kl"), "unknown metric 'kl'; the metrics are"),
+    (lambda s: s.patch(CLEAN, CORRUPTED, ANSWER), "the metric logit_diff needs a foil"),
+    (lambda s: s.patch(CLEAN, None, ANSWER, FOIL, subject=(3, 9)), "subject is the span of the prompt"),
+    (lambda s: s.patch(CLEAN, None, ANSWER, FOIL), "without a corrupted prompt, patching is causal tracing"),
+    (lambda s: s.patch(CLEAN, CORRUPTED, ANSWER, FOIL, subject=(0, 1)), "subject= is for causal tracing"),
+    (lambda s: s.patch(CLEAN, None, ANSWER, FOIL, subject=(0, 1), noise=-1), "noise is how many"),
     (lambda s: s.ablation(CLEAN, [(2, 0)]), "layer 2 is out of range: this model has layers 0..1"),
     (lambda s: s.ablation(CLEAN, [(0, 4)]), "head 4 is out of range: each layer has heads 0..3"),
     (lambda s: s.ablation(CLEAN, [(0,)]), "ablate takes (layer, head) pairs of integers, got (0,)"),

@@ -250,8 +250,7 @@ def patch_section(
     if pair is not None:
         figures.append(("pair", pair_figure(pair, token_selected, PAIR_NAMES)))
     facts = (
-        f"site <code>{escape(result.site)}</code> · answer <code>{escape(show_token(result.answer_text))}</code> · "
-        f"foil <code>{escape(show_token(result.foil_text))}</code> · logit difference clean "
+        f"site <code>{escape(result.site)}</code> · <code>{escape(result.metric_label(show_token))}</code> clean "
         f"{result.clean_metric:.4f}, corrupted {result.corrupted_metric:.4f} · {result.requests} engine requests"
     )
     clean = chips(result.clean.texts, selected=token_selected)

@@ -77,7 +77,7 @@ def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
     customdata[:, :, 3] = float(result.clean_metric)
     customdata[:, :, 4] = float(result.corrupted_metric)
     axis_name = "head" if result.per_head else "position"
-    metric = f"logit({escape_token(result.answer_text)}) − logit({escape_token(result.foil_text)})"
+    metric = result.metric_label(escape_token)
     span = _symmetric(z)
     heatmap = effect_heatmap(
         z,

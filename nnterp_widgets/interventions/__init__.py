@@ -14,10 +14,12 @@ one runs in chunks and reports to its ``progress`` (`requests.progress`).
 from .ablation import ablation
 from .branching import BranchResult, branch
 from .occlusion import Occlusion, occlude
-from .patching import PairLens, PatchResult, compare, patch
+from .patching import METRICS, NOISE, PairLens, PatchResult, compare, patch
 from .steering import SteerResult, SteeringError, steer, steering_vector
 
 __all__ = [
+    "METRICS",
+    "NOISE",
     "BranchResult",
     "Occlusion",
     "PairLens",

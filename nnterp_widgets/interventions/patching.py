@@ -38,7 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..engine import module_of
 from ..requests.common import LENS_K, ONE_GREEDY_STEP, Tokens, check_prompt, one_token, texts_of, tokens_of
+from ..requests.tables import table
 from ..requests.lens import LensGrid
 from ..requests.progress import NO_PROGRESS, Pace, Progress
 from ..requests.sites import HEAD_SITES, POSITION_SITES, SITE_HOST, SITES, UNKNOWN_SITE, InterventionError, check_site
@@ -56,12 +58,17 @@ class PatchResult:
     """One sweep: the clean run's value at ``site`` patched into the corrupted run, one
     cell at a time.
 
-    ``patched[layer, column]`` is the metric, logit(answer) - logit(foil) at the last
-    position, of the corrupted run with that cell patched; a column is a position, or a
-    head for ``attention_head_outputs`` (all positions of that head). ``clean_metric``
+    ``patched[layer, column]`` (float32, ``[layers, columns]``) is the metric at the last
+    position of the corrupted run with that cell patched: a column is one of
+    ``positions``, or a head for ``attention_head_outputs`` (that head at every one of
+    ``positions``). ``metric`` (`METRICS`): ``"logit_diff"`` logit(answer) - logit(foil),
+    in logits; ``"logprob"`` log p(answer), in nats; ``"prob"`` p(answer). ``clean_metric``
     and ``corrupted_metric`` come from the request that read the clean values, so
-    `effect` is exactly 1 and 0 at them. ``requests``: engine requests (traces) the
-    sweep took.
+    `effect` is exactly 1 and 0 at them. ``noise`` / ``subject``: causal tracing, where
+    the corrupted run is the clean prompt with Gaussian noise of ``noise`` times the
+    embedding table's standard deviation added to the token embeddings of positions
+    ``subject[0]:subject[1]`` (drawn with ``seed``); ``None`` for a corrupted prompt.
+    ``requests``: engine requests (traces) the sweep took.
     """
 
     site: str
@@ -75,8 +82,18 @@ class PatchResult:
     corrupted_metric: float
     patched: np.ndarray
     requests: int
+    positions: tuple[int, ...] | None = None
+    metric: str = "logit_diff"
+    noise: float | None = None
+    subject: tuple[int, int] | None = None
+    seed: int | None = None
 
     def __post_init__(self) -> None:
+        if self.positions is None:
+            object.__setattr__(self, "positions", tuple(range(len(self.clean))))
+        object.__setattr__(self, "positions", tuple(int(p) for p in self.positions))
+        if self.metric not in METRICS:
+            raise ValueError(UNKNOWN_METRIC.format(metric=self.metric, metrics=", ".join(METRICS)))
         if self.site not in SITES:
             raise ValueError(f"unknown site {self.site!r}; the sites are {', '.join(SITES)}")
         if len(self.clean) != len(self.corrupted):
@@ -86,8 +103,8 @@ class PatchResult:
         patched = np.asarray(self.patched)
         if patched.ndim != 2 or patched.shape[0] < 1:
             raise ValueError(f"patched must be [layers, columns], got shape {patched.shape}")
-        if self.site in POSITION_SITES and patched.shape[1] != len(self.clean):
-            raise ValueError(f"patched has {patched.shape[1]} columns for {len(self.clean)} positions")
+        if self.site in POSITION_SITES and patched.shape[1] != len(self.positions):
+            raise ValueError(f"patched has {patched.shape[1]} columns for {len(self.positions)} positions")
         if np.isinf(patched).any():
             raise ValueError("patched holds a value that is not finite (NaN marks a cell not patched yet)")
         if self.clean_metric == self.corrupted_metric:
@@ -116,10 +133,36 @@ class PatchResult:
         return float(ends[0]), float(ends[1])
 
     def column_labels(self) -> list[str]:
-        """Raw text per column: the clean prompt's tokens (a figure escapes them), or heads."""
+        """Raw text per column: the clean prompt's tokens at `positions` (a figure escapes
+        them), or heads."""
         if self.per_head:
             return [f"head {h}" for h in range(self.patched.shape[1])]
-        return list(self.clean.texts)
+        return [self.clean.texts[p] for p in self.positions]
+
+    def metric_label(self, show=repr) -> str:
+        """The metric in words, each token's text through ``show`` (a figure's escape)."""
+        answer = show(self.answer_text)
+        return {
+            "logit_diff": f"logit({answer}) − logit({show(self.foil_text)})",
+            "logprob": f"log p({answer})",
+            "prob": f"p({answer})",
+        }[self.metric]
+
+    def to_pandas(self):
+        """One row per cell: ``layer``, ``position`` or ``head``, ``token`` (a position's
+        text), ``patched`` (the metric) and ``effect``."""
+        layers, columns = self.patched.shape
+        layer = np.repeat(np.arange(layers), columns)
+        column = np.tile(np.arange(columns), layers)
+        frame = {"layer": layer}
+        if self.per_head:
+            frame["head"] = column
+        else:
+            frame["position"] = np.array(self.positions)[column]
+            frame["token"] = np.array(self.column_labels(), dtype=object)[column]
+        frame["patched"] = self.patched.reshape(-1)
+        frame["effect"] = self.effect.reshape(-1)
+        return table(frame)
 
 
 @dataclass(frozen=True)
@@ -163,6 +206,17 @@ PATCH_INVOKES = 64
 FIRST_CELLS = 8
 
 
+#: What a sweep measures at the last position: logit(answer) - logit(foil), or the
+#: answer's log-probability or probability.
+METRICS = ("logit_diff", "logprob", "prob")
+
+
+UNKNOWN_METRIC = "unknown metric {metric!r}; the metrics are {metrics}"
+
+
+NEEDS_FOIL = "the metric logit_diff needs a foil (or metric='prob' or 'logprob', which read the answer alone)"
+
+
 TOKEN_COUNTS = (
     "the clean prompt is {clean} tokens and the corrupted prompt {corrupted} tokens; "
     "patching needs the same number of tokens in both"
@@ -173,18 +227,98 @@ SAME_TOKEN = "the answer and the foil are the same token ({text!r}); their logit
 
 
 NO_DIFFERENCE = (
-    "the clean and corrupted prompts give the same logit({answer}) - logit({foil}) ({value:.6g}): "
-    "there is nothing for a patch to restore"
+    "the clean and corrupted runs give the same {metric} ({value:.6g}): there is nothing for a patch to restore"
 )
 
 
-def check_pair(model, first: str, second: str, answer, foil):
-    """Both prompts' token ids (the same count) and the answer's and foil's ``(id, text)``."""
+POSITIONS = (
+    "positions are token positions of the prompt, a non-empty list of distinct integers in 0..{last} "
+    "(or -{count}..-1 from the end); got {got!r}"
+)
+
+
+#: Causal tracing (Meng et al., 2022): the subject's embeddings get Gaussian noise of
+#: `NOISE` times the embedding table's standard deviation.
+NOISE = 3.0
+
+
+SUBJECT = (
+    "subject is the span of the prompt whose embeddings get the noise, (start, stop) with "
+    "0 <= start < stop <= {count}; got {got!r}"
+)
+
+
+NEEDS_SUBJECT = "without a corrupted prompt, patching is causal tracing: give subject=(start, stop), the noised span"
+
+
+SUBJECT_WITH_PROMPT = "subject= is for causal tracing (corrupted=None); with a corrupted prompt there is no noise"
+
+
+NOISE_SCALE = (
+    "noise is how many of the embedding table's standard deviations the noise has, a positive number; got {got!r}"
+)
+
+
+#: A site's other name: ``"heads"`` is each head's output, one cell a (layer, head).
+SITE_NAMES = {"heads": "attention_head_outputs"}
+
+
+def check_metric(metric: str, foil) -> str:
+    if metric not in METRICS:
+        raise InterventionError(UNKNOWN_METRIC.format(metric=metric, metrics=", ".join(METRICS)))
+    if metric == "logit_diff" and foil is None:
+        raise InterventionError(NEEDS_FOIL)
+    return metric
+
+
+def check_positions(positions, count: int) -> tuple[int, ...]:
+    """``positions`` (``None``: all) as sorted, distinct positions in ``0..count-1``;
+    negative ones count from the end."""
+    if positions is None:
+        return tuple(range(count))
+    try:
+        items = list(positions)
+    except TypeError:
+        raise InterventionError(POSITIONS.format(last=count - 1, count=count, got=positions)) from None
+    chosen = set()
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)) or not -count <= int(item) < count:
+            raise InterventionError(POSITIONS.format(last=count - 1, count=count, got=item))
+        chosen.add(int(item) % count)
+    if not chosen or len(chosen) != len(items):
+        raise InterventionError(POSITIONS.format(last=count - 1, count=count, got=positions))
+    return tuple(sorted(chosen))
+
+
+def check_subject(subject, count: int) -> tuple[int, int]:
+    if subject is None:
+        raise InterventionError(NEEDS_SUBJECT)
+    if (
+        not isinstance(subject, (tuple, list))
+        or len(subject) != 2
+        or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in subject)
+        or not 0 <= int(subject[0]) < int(subject[1]) <= count
+    ):
+        raise InterventionError(SUBJECT.format(count=count, got=subject))
+    return int(subject[0]), int(subject[1])
+
+
+def check_noise(noise) -> float:
+    if isinstance(noise, bool) or not isinstance(noise, (int, float, np.floating)) or not 0 < float(noise) < math.inf:
+        raise InterventionError(NOISE_SCALE.format(got=noise))
+    return float(noise)
+
+
+def check_pair(model, first, second, answer, foil):
+    """Both prompts' token ids (the same count) and the answer's and foil's ``(id, text)``
+    (the foil's ``(None, None)`` where there is none)."""
     first_ids = check_prompt(model, first)
     second_ids = check_prompt(model, second)
     if len(first_ids) != len(second_ids):
         raise InterventionError(TOKEN_COUNTS.format(clean=len(first_ids), corrupted=len(second_ids)))
     answer_token = one_token(model, answer, "answer", InterventionError)
+    if foil is None:
+        return first_ids, second_ids, answer_token, (None, None)
     foil_token = one_token(model, foil, "foil", InterventionError)
     if answer_token[0] == foil_token[0]:
         raise InterventionError(SAME_TOKEN.format(text=answer_token[1]))
@@ -201,18 +335,53 @@ def _site_value(model, site: str, layer: int):
     return getattr(_site_host(model, site, layer), site)
 
 
-def _patch_cell(host, site: str, column: int, value) -> None:
+def _cell_slice(site: str, value, column: int, positions: list[int]):
+    """One cell's part of a site's value: a position's row, or a head at ``positions``."""
+    if site in HEAD_SITES:
+        return value[:, positions, column]
+    return value[:, column]
+
+
+def _patch_cell(host, site: str, column: int, positions: list[int], value) -> None:
     """Write one cell's clean slice into the running (corrupted) request, in place, at
     ``site`` of ``host`` (`_site_host`)."""
     target = getattr(host, site)
     if site in HEAD_SITES:
-        target[:, :, column] = value
+        target[:, positions, column] = value
     else:
         target[:, column] = value
 
 
-def _read_clean(model, clean: list[int], corrupted: list[int], site: str, pair: list[int]):
-    """Request 1: the clean run's value at ``site`` in every layer; both end points."""
+def _noise_embeddings(embed, subject: tuple[int, int], noise) -> None:
+    """Inside an invoke: add ``noise`` (``[subject length, hidden]``) to the subject's
+    token embeddings, the output of ``embed`` (the ``embed_tokens`` envoy, shipped alone:
+    a sweep's invokes carry no module tree, `StandardizedVLLM.root_only`)."""
+    embeddings = embed.output
+    rows = embeddings[0] if embeddings.dim() == 3 else embeddings  # vLLM's are [tokens, hidden]
+    rows[subject[0] : subject[1]] += noise.to(device=rows.device, dtype=rows.dtype)
+
+
+def _first_noise(model, subject: tuple[int, int], unit, scale: float):
+    """Inside the first request's corrupted invoke: the noise, ``unit`` times ``scale``
+    embedding-table standard deviations, added and returned (the later requests add this
+    very tensor)."""
+    table_ = module_of(model.embed_tokens).weight[: model.vocab_size]
+    deviation = table_.float().std()
+    noise = (unit.to(deviation.device) * (scale * deviation)).to(table_.dtype)
+    _noise_embeddings(model.embed_tokens, subject, noise)
+    return noise.cpu(), deviation.cpu()
+
+
+def _metric_reads(root, pair: list[int]):
+    """Inside an invoke: the last position's logits of answer and foil, and their
+    log-sum-exp (every metric comes from these three)."""
+    logits = root.logits[0, -1].float()
+    return torch.cat([logits[pair], logits.logsumexp(-1, keepdim=True)]).cpu()
+
+
+def _read_clean(model, clean: list[int], corrupted: list[int], site: str, pair: list[int], noised):
+    """Request 1: the clean run's value at ``site`` in every layer; both end points.
+    ``noised = (subject, unit noise, scale)`` for causal tracing, else None."""
     layers = model.num_layers
     with model.trace(**ONE_GREEDY_STEP) as tracer:
         first = dict().save()
@@ -221,19 +390,24 @@ def _read_clean(model, clean: list[int], corrupted: list[int], site: str, pair: 
             for layer in range(layers):
                 values.append(_site_value(model, site, layer))
             first["values"] = values
-            first["clean"] = model.logits[0, -1, pair]
+            first["clean"] = _metric_reads(model, pair)
         with tracer.invoke(corrupted):
-            first["corrupted"] = model.logits[0, -1, pair]
+            if noised is not None:
+                first["noise"] = _first_noise(model, *noised)
+            first["corrupted"] = _metric_reads(model, pair)
     return first
 
 
-def _sweep(model, corrupted: list[int], site: str, pair: list[int], cells: list, slices: list) -> list:
+def _sweep(model, corrupted: list[int], site: str, pair: list[int], cells: list, slices: list, plan) -> list:
     """One request: a corrupted invoke per cell, each writing its clean slice.
 
-    Each invoke ships a copy of this frame's locals, so the slices are popped one per
-    invoke and nothing larger is in scope.
+    ``plan = (positions, subject, noise)``: the head cells' positions, and the causal
+    tracing noise (``subject`` None: none). Each invoke ships a copy of this frame's
+    locals, so the slices are popped one per invoke and nothing larger is in scope.
     """
+    positions, subject, noise = plan
     root = model.root_only()  # each invoke ships one block's envoys, not the whole tree
+    embed = model.embed_tokens
     with model.trace(**ONE_GREEDY_STEP) as tracer:
         rows = [None] * len(cells)
         rows.save()
@@ -241,49 +415,85 @@ def _sweep(model, corrupted: list[int], site: str, pair: list[int], cells: list,
             value = slices.pop(0)
             host = _site_host(model, site, layer)
             with tracer.invoke(corrupted):
-                _patch_cell(host, site, column, value)
-                rows[index] = root.logits[0, -1, pair]
+                if subject is not None:
+                    _noise_embeddings(embed, subject, noise)
+                _patch_cell(host, site, column, positions, value)
+                rows[index] = _metric_reads(root, pair)
     return rows
 
 
-def _metric(logits) -> float:
-    logits = logits.float().cpu().reshape(-1)
-    return float(logits[0] - logits[1])
+def _metric(reads, metric: str) -> float:
+    """The metric from `_metric_reads`'s three numbers, in float64."""
+    answer, foil, total = (float(x) for x in np.asarray(reads, dtype=np.float64).reshape(-1))
+    if metric == "logit_diff":
+        return answer - foil
+    if metric == "logprob":
+        return answer - total
+    return math.exp(answer - total)
 
 
 def patch(
     model,
-    clean: str,
-    corrupted: str,
+    clean,
+    corrupted,
     answer,
-    foil,
+    foil=None,
     site: str = "layer_output",
     chunk: int = PATCH_INVOKES,
     progress: Progress = NO_PROGRESS,
+    *,
+    positions=None,
+    metric: str = "logit_diff",
+    noise: float = NOISE,
+    subject=None,
+    seed: int = 0,
 ) -> PatchResult:
     """Patch the clean run's ``site`` into the corrupted run, cell by cell: a `PatchResult`.
 
-    A cell is (layer, position), or (layer, head) for ``attention_head_outputs`` (every
-    position of that head). A request holds at most ``chunk`` cells, as many as fit about a
-    second (`progress.Pace`; the first `FIRST_CELLS`), so a cancel is honoured within that. ``progress`` is told
-    of each chunk's cells; its partial answer has NaN at the cells not yet patched.
+    A cell is (layer, position), or (layer, head) for ``attention_head_outputs`` (also
+    called ``"heads"``: that head at every one of ``positions``). A request holds at most
+    ``chunk`` cells, as many as fit about a second (`progress.Pace`; the first
+    `FIRST_CELLS`), so a cancel is honoured within that. ``progress`` is told of each
+    chunk's cells; its partial answer has NaN at the cells not yet patched.
+
+    Args:
+        clean, corrupted: prompts of one token count; ``corrupted=None`` is causal tracing:
+            the clean prompt with ``noise`` times the embedding table's standard deviation
+            of Gaussian noise (``seed``) on the embeddings of ``subject=(start, stop)``.
+        answer, foil: tokens; ``foil`` is needed by ``metric="logit_diff"`` only.
+        positions: the positions patched (``None``: all); the columns of a position site.
+        metric: one of `METRICS`.
     """
+    site = SITE_NAMES.get(site, site)
     if site not in SITES:
-        raise InterventionError(UNKNOWN_SITE.format(site=site, sites=", ".join(SITES)))
+        raise InterventionError(UNKNOWN_SITE.format(site=site, sites=", ".join(SITES + tuple(SITE_NAMES))))
+    metric = check_metric(metric, foil)
+    tracing = corrupted is None
+    if not tracing and subject is not None:
+        raise InterventionError(SUBJECT_WITH_PROMPT)
     clean_ids, corrupted_ids, (answer_id, answer_text), (foil_id, foil_text) = check_pair(
-        model, clean, corrupted, answer, foil
+        model, clean, clean if tracing else corrupted, answer, foil
     )
+    count = len(clean_ids)
+    chosen = check_positions(positions, count)
+    noised = None
+    if tracing:
+        span, scale = check_subject(subject, count), check_noise(noise)
+        unit = torch.randn((span[1] - span[0], model.hidden_size), generator=torch.Generator().manual_seed(int(seed)))
+        noised = (span, unit, scale)
     check_site(model, site)
     if chunk < 1:
         raise InterventionError(f"chunk must be at least 1, got {chunk}")
-    pair = [answer_id, foil_id]
-    first = _read_clean(model, clean_ids, corrupted_ids, site, pair)
-    clean_metric, corrupted_metric = _metric(first["clean"]), _metric(first["corrupted"])
+    pair = [answer_id, answer_id if foil_id is None else foil_id]
+    first = _read_clean(model, clean_ids, corrupted_ids, site, pair, noised)
+    clean_metric, corrupted_metric = _metric(first["clean"], metric), _metric(first["corrupted"], metric)
     if clean_metric == corrupted_metric:
-        raise InterventionError(NO_DIFFERENCE.format(answer=answer_text, foil=foil_text, value=clean_metric))
-    columns = model.num_heads if site in HEAD_SITES else len(clean_ids)
-    cells = [(layer, column) for layer in range(model.num_layers) for column in range(columns)]
+        raise InterventionError(NO_DIFFERENCE.format(metric=metric, value=clean_metric))
+    per_head = site in HEAD_SITES
+    columns = list(range(model.num_heads)) if per_head else list(chosen)
+    cells = [(layer, column) for layer in range(model.num_layers) for column in columns]
     values = first["values"]
+    plan = (list(chosen), noised[0] if tracing else None, first["noise"][0] if tracing else None)
     patched = np.full(len(cells), np.nan, dtype=np.float32)
     requests = 1
 
@@ -298,8 +508,13 @@ def patch(
             foil_text=foil_text,
             clean_metric=clean_metric,
             corrupted_metric=corrupted_metric,
-            patched=patched.reshape(model.num_layers, columns).copy(),
+            patched=patched.reshape(model.num_layers, len(columns)).copy(),
             requests=requests,
+            positions=chosen,
+            metric=metric,
+            noise=noised[2] if tracing else None,
+            subject=noised[0] if tracing else None,
+            seed=int(seed) if tracing else None,
         )
 
     progress.start(len(cells))
@@ -307,15 +522,12 @@ def patch(
     start = 0
     while start < len(cells):
         part = cells[start : start + pace.next()]
-        slices = [
-            values[layer][:, :, column].clone() if site in HEAD_SITES else values[layer][:, column].clone()
-            for layer, column in part
-        ]
+        slices = [_cell_slice(site, values[layer], column, plan[0]).clone() for layer, column in part]
         began = time.perf_counter()
-        rows = _sweep(model, corrupted_ids, site, pair, part, slices)
+        rows = _sweep(model, corrupted_ids, site, pair, part, slices, plan)
         pace.took(len(part), time.perf_counter() - began)
         requests += 1
-        patched[start : start + len(part)] = [_metric(row) for row in rows]
+        patched[start : start + len(part)] = [_metric(row, metric) for row in rows]
         start += len(part)
         progress.advance(start, result)
     return result()
@@ -323,8 +535,8 @@ def patch(
 
 def patch_requests(model, prompt_tokens: int, site: str = "layer_output", chunk: int = PATCH_INVOKES) -> int:
     """The fewest engine requests a sweep takes: 1 + ceil(cells / chunk) (a slow cell's
-    sweep takes more, each request about a second)."""
-    columns = model.num_heads if site in HEAD_SITES else prompt_tokens
+    sweep takes more, each request about a second). ``prompt_tokens``: the positions patched."""
+    columns = model.num_heads if SITE_NAMES.get(site, site) in HEAD_SITES else prompt_tokens
     return 1 + math.ceil(model.num_layers * columns / chunk)
 
 

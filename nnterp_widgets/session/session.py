@@ -543,22 +543,35 @@ class Session:
     def patch(
         self,
         clean: Prompt,
-        corrupted: Prompt,
+        corrupted: Prompt | None,
         answer,
-        foil,
+        foil=None,
         *,
         site: str = "layer_output",
+        positions=None,
+        metric: str = "logit_diff",
+        noise: float = interventions.NOISE,
+        subject: tuple[int, int] | None = None,
+        seed: int = 0,
         key: str | None = None,
         progress: bool = False,
     ) -> Job[interventions.PatchResult]:
         """Activation patching: the clean run's ``site`` into the corrupted run, one cell at a time.
 
         Args:
-            clean, corrupted: two prompts of the same token count.
-            answer, foil: tokens (an id or one token's text); the metric is
-                logit(answer) - logit(foil) at the last position.
+            clean, corrupted: two prompts of the same token count. ``corrupted=None`` is
+                causal tracing (Meng et al.): the corrupted run is ``clean`` with Gaussian
+                noise of ``noise`` times the embedding table's standard deviation added to
+                the token embeddings of ``subject=(start, stop)``, drawn with ``seed``.
+            answer, foil: tokens (an id or one token's text); the foil is needed by
+                ``metric="logit_diff"`` only.
             site: ``layer_output``, ``attention_output``, ``mlp_output`` (a cell is a
-                layer and a position) or ``attention_head_outputs`` (a layer and a head).
+                layer and a position) or ``heads`` (``attention_head_outputs``: a layer and
+                a head, that head's output at every patched position).
+            positions: the positions patched (``None``: every position); negative ones
+                count from the end.
+            metric: at the last position: ``"logit_diff"`` (logit(answer) - logit(foil)),
+                ``"logprob"`` or ``"prob"`` of the answer.
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar (cells patched).
 
@@ -567,7 +580,20 @@ class Session:
             its progress counts cells, its partial answer holds the rows patched so far.
         """
         return self._submit(
-            lambda engine, job: interventions.patch(engine, clean, corrupted, answer, foil, site, progress=job),
+            lambda engine, job: interventions.patch(
+                engine,
+                clean,
+                corrupted,
+                answer,
+                foil,
+                site,
+                progress=job,
+                positions=positions,
+                metric=metric,
+                noise=noise,
+                subject=subject,
+                seed=seed,
+            ),
             key=key,
             what="patching sweep",
             progress=progress,

@@ -134,7 +134,7 @@ class PatchPanel(ToolView, PlotPanel):
         self.set_status(
             "idle",
             f"{result.site}: {layers} × {columns} cells in {result.requests} engine requests · "
-            f"logit({result.answer_text!r}) − logit({result.foil_text!r}): clean {result.clean_metric:.4f}, "
+            f"{result.metric_label()}: clean {result.clean_metric:.4f}, "
             f"corrupted {result.corrupted_metric:.4f}",
         )
 
