@@ -30,10 +30,10 @@ def _hf():
     return hf_model(str(checkpoint(FAMILY)))
 
 
-def hf_greedy(ids: list[int], max_tokens: int, edit=None) -> list[int]:
+def hf_greedy(ids: list[int], max_tokens: int, edit=None, positions=None, decode=True) -> list[int]:
     """transformers' greedy continuation of ``ids``; ``edit = (layer, added)`` adds
-    ``added`` to that decoder layer's output stream in a forward hook, at every position
-    of the prompt and at every new token."""
+    ``added`` to that decoder layer's output stream in a forward hook, at ``positions`` of
+    the prompt (``None``: all) and, with ``decode``, at every new token."""
     model, _ = _hf()
     handles = []
     if edit is not None:
@@ -41,9 +41,12 @@ def hf_greedy(ids: list[int], max_tokens: int, edit=None) -> list[int]:
         block = _get(model, names_of(FAMILY).layers)[layer]
 
         def hook(module, args, output):
-            if isinstance(output, tuple):
-                return (output[0] + added.to(output[0]), *output[1:])
-            return output + added.to(output)
+            stream = (output[0] if isinstance(output, tuple) else output).clone()
+            if stream.shape[1] == len(ids):  # the prefill (the cache feeds one token a step after)
+                stream[:, slice(None) if positions is None else positions] += added.to(stream)
+            elif decode:
+                stream += added.to(stream)
+            return (stream, *output[1:]) if isinstance(output, tuple) else stream
 
         handles.append(block.register_forward_hook(hook))
     try:
@@ -95,6 +98,27 @@ def test_steered_tokens_are_transformers_greedy_with_the_same_addition(session, 
     assert result.divergence is not None
     assert result.steered.generated.ids != result.plain.generated.ids
     assert result.norm == pytest.approx(float(np.linalg.norm(vector)), rel=1e-5)
+
+
+@pytest.mark.parametrize("positions, decode", [([1, -1], False), ([0], True), (None, False)])
+def test_steering_at_some_positions_is_transformers_greedy_with_the_same_addition(session, vector, positions, decode):
+    # Steered at some prompt positions, the written tokens steered or not: the engine's
+    # chunks re-read the sequence, and each position still gets the vector exactly once.
+    result = session.steer(
+        PROMPT, vector, LAYER, coefficient=8.0, max_tokens=TOKENS, positions=positions, decode=decode
+    ).result(120)
+    ids = list(result.plain.prompt_tokens.ids)
+    chosen = None if positions is None else sorted(p % len(ids) for p in positions)
+    added = torch.as_tensor(vector) * 8.0
+    assert result.positions == (None if chosen is None else tuple(chosen)) and result.decode is decode
+    assert list(result.steered.generated.ids) == hf_greedy(ids, TOKENS, (LAYER, added), chosen, decode)
+    assert result.divergence is not None  # the vector at those places changes what is written
+
+
+def test_steering_positions_out_of_range_are_refused(session, vector):
+    with pytest.raises(InterventionError, match=r"positions are token positions of the prompt.*0\.\.4"):
+        session.steer(PROMPT, vector, LAYER, positions=[5]).result(60)
+    assert session.steer(PROMPT, vector, LAYER, positions=[-1], max_tokens=1).result(60).steered is not None
 
 
 def test_zero_coefficient_changes_nothing(session, vector):

@@ -43,7 +43,16 @@ from ..requests.common import LENS_K, ONE_GREEDY_STEP, Tokens, check_prompt, one
 from ..requests.tables import table
 from ..requests.lens import LensGrid
 from ..requests.progress import NO_PROGRESS, Pace, Progress
-from ..requests.sites import HEAD_SITES, POSITION_SITES, SITE_HOST, SITES, UNKNOWN_SITE, InterventionError, check_site
+from ..requests.sites import (
+    HEAD_SITES,
+    POSITION_SITES,
+    SITE_HOST,
+    SITES,
+    UNKNOWN_SITE,
+    InterventionError,
+    check_positions,
+    check_site,
+)
 
 
 def normalized_effect(patched: np.ndarray, clean: float, corrupted: float) -> np.ndarray:
@@ -231,12 +240,6 @@ NO_DIFFERENCE = (
 )
 
 
-POSITIONS = (
-    "positions are token positions of the prompt, a non-empty list of distinct integers in 0..{last} "
-    "(or -{count}..-1 from the end); got {got!r}"
-)
-
-
 #: Causal tracing (Meng et al., 2022): the subject's embeddings get Gaussian noise of
 #: `NOISE` times the embedding table's standard deviation.
 NOISE = 3.0
@@ -269,25 +272,6 @@ def check_metric(metric: str, foil) -> str:
     if metric == "logit_diff" and foil is None:
         raise InterventionError(NEEDS_FOIL)
     return metric
-
-
-def check_positions(positions, count: int) -> tuple[int, ...]:
-    """``positions`` (``None``: all) as sorted, distinct positions in ``0..count-1``;
-    negative ones count from the end."""
-    if positions is None:
-        return tuple(range(count))
-    try:
-        items = list(positions)
-    except TypeError:
-        raise InterventionError(POSITIONS.format(last=count - 1, count=count, got=positions)) from None
-    chosen = set()
-    for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, np.integer)) or not -count <= int(item) < count:
-            raise InterventionError(POSITIONS.format(last=count - 1, count=count, got=item))
-        chosen.add(int(item) % count)
-    if not chosen or len(chosen) != len(items):
-        raise InterventionError(POSITIONS.format(last=count - 1, count=count, got=positions))
-    return tuple(sorted(chosen))
 
 
 def check_subject(subject, count: int) -> tuple[int, int]:

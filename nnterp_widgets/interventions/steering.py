@@ -32,7 +32,7 @@ from ..requests.generation import (
 )
 from ..requests.common import LENS_K, check_prompt
 from ..requests.progress import NO_PROGRESS, Progress
-from ..requests.sites import LAYER_OUT_OF_RANGE
+from ..requests.sites import LAYER_OUT_OF_RANGE, check_positions
 
 VECTOR_WIDTH = "the steering vector has {got} numbers; this model's stream has {want} (hidden_size)"
 VECTOR_NOT_FINITE = "the steering vector holds a value that is not finite (NaN or infinity)"
@@ -57,13 +57,19 @@ class SteeringError(GenerationError):
 @dataclass(frozen=True)
 class SteerResult:
     """Two generations of one prompt from one request: ``steered`` (the vector times
-    ``coefficient`` added at ``layers[layer]``) and ``plain`` (nothing added)."""
+    ``coefficient`` added at ``layers[layer]``) and ``plain`` (nothing added).
+
+    ``positions``: the prompt positions steered (``None``: every one); ``decode``:
+    whether every written token was steered too. ``norm``: the vector's L2 norm.
+    """
 
     layer: int
     coefficient: float
     norm: float
     steered: GenerationResult
     plain: GenerationResult
+    positions: tuple[int, ...] | None = None
+    decode: bool = True
 
     @property
     def prompt(self) -> str:
@@ -119,12 +125,14 @@ def steer(
     coefficient: float = 1.0,
     max_tokens: int = GENERATE_TOKENS,
     *,
+    positions=None,
+    decode: bool | None = None,
     k: int = LENS_K,
     progress: Progress = NO_PROGRESS,
     **sampling: Any,
 ) -> SteerResult:
     """``prompt`` generated with ``coefficient * vector`` added to
-    ``layers[layer].layer_output`` at every position and step, and without it.
+    ``layers[layer].layer_output`` (at every position and step by default), and without it.
 
     Args:
         model: the `StandardizedVLLM`.
@@ -133,6 +141,10 @@ def steer(
         layer: the block whose output stream is steered.
         coefficient: the vector's multiplier.
         max_tokens: tokens each continuation writes.
+        positions: the prompt positions steered (``None``: all; negative ones count
+            from the end).
+        decode: whether every written token is steered too; by default, where
+            ``positions`` is ``None``.
         progress: hears the steps written after each chunk (`generation.run_chunks`);
             its partial answer is both continuations so far.
         sampling: vLLM's sampling settings (greedy by default).
@@ -149,6 +161,8 @@ def steer(
     if not torch.isfinite(added).all():
         raise SteeringError(OVERFLOW.format(coefficient=coefficient, norm=float(direction.norm())))
     layer = check_layer(model, layer)
+    chosen = None if positions is None else check_positions(positions, len(prompt_ids))
+    decode = positions is None if decode is None else bool(decode)
     settings = sampling_settings(sampling)
     norm = float(direction.norm())
 
@@ -160,11 +174,12 @@ def steer(
             norm=norm,
             steered=generation_result(model, prompt, prompt_ids, steered, None, settings),
             plain=generation_result(model, prompt, prompt_ids, plain, None, settings),
+            positions=chosen,
+            decode=decode,
         )
 
-    found = run_chunks(
-        model, [(prompt_ids, (layer, added)), (prompt_ids, None)], max_tokens, settings, k, None, progress, result
-    )
+    edit = (layer, added, None if chosen is None else list(chosen), decode, len(prompt_ids))
+    found = run_chunks(model, [(prompt_ids, edit), (prompt_ids, None)], max_tokens, settings, k, None, progress, result)
     out = {"steered": found[0], "plain": found[1]}
     if not out["steered"] or not out["plain"]:
         raise SteeringError(DID_NOT_FINISH.format(coefficient=coefficient, layer=layer))

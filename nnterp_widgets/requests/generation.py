@@ -342,12 +342,38 @@ def lens_stats(logits: torch.Tensor, k: int, target: int | None) -> dict:
     return found
 
 
-def step_reads(model, step: int, k: int, target_id: int | None, added: tuple | None = None) -> dict:
+def add_to_stream(stream, added: tuple, fresh: bool) -> None:
+    """Inside a step: add a steering vector to one layer's output ``stream`` in place.
+
+    ``added = (layer, vector, positions, decode, prompt_count)``: ``positions`` the
+    prompt positions steered (``None``: all), ``decode`` whether the written tokens are
+    too. ``fresh``: the step runs the whole sequence (the prefill, or a chunk's first
+    step re-reading the prompt and the tokens written so far), else one new token.
+    """
+    _, vector, positions, decode, prompt_count = added
+    vector = vector.to(device=stream.device, dtype=stream.dtype)
+    if positions is None and decode:
+        stream[:] += vector
+        return
+    if not fresh:
+        if decode:
+            stream[:] += vector
+        return
+    rows = stream[0]
+    if positions is None:
+        rows[:prompt_count] += vector
+    else:
+        rows[positions] += vector
+    if decode and rows.shape[0] > prompt_count:
+        rows[prompt_count:] += vector
+
+
+def step_reads(model, step: int, k: int, target_id: int | None, added: tuple | None = None, fresh: bool = True) -> dict:
     """Inside a trace, on one generation step: what a `GenerationStep` is built from.
     The lens is one matrix product: every layer's last stream, stacked, projected at once.
-    ``added = (layer, vector)``: the vector is added to that layer's output stream at
-    every position of the step before the lens reads it (an invoke touches values in
-    execution order, so the edit happens inside the walk over the layers)."""
+    ``added`` (`add_to_stream`): a vector added to one layer's output stream before the
+    lens reads it (an invoke touches values in execution order, so the edit happens
+    inside the walk over the layers); ``fresh``: the step runs the whole sequence."""
     found = {}
     if step == 0:
         found["input_ids"] = model.input_ids[0].cpu()
@@ -355,7 +381,7 @@ def step_reads(model, step: int, k: int, target_id: int | None, added: tuple | N
     for index, layer in enumerate(model.layers):
         stream = layer.layer_output
         if added is not None and index == added[0]:
-            stream[:] += added[1].to(device=stream.device, dtype=stream.dtype)
+            add_to_stream(stream, added, fresh)
         streams.append(stream[0, -1:])
     found["lens"] = lens_stats(model.project_on_vocab(torch.cat(streams)), k, target_id)
     found["model"] = lens_stats(model.logits.reshape(-1), k, None)
@@ -377,7 +403,8 @@ def run_chunks(
     progress: Progress = NO_PROGRESS,
     partial: Any = None,
 ) -> list[list[dict]]:
-    """Generate up to ``max_tokens`` steps for each of ``sequences`` (``(ids, added)``: one
+    """Generate up to ``max_tokens`` steps for each of ``sequences`` (``(ids, added)``, see
+    `add_to_stream`: one
     invoke each, in one trace a chunk), chunk by chunk; each step is read by `step_reads`
     (a module function: nnsight ships the trace's code to the worker by reference). Between chunks ``progress`` hears the steps written (the first
     sequence's) and ``partial(found)`` builds the answer so far. A sequence ends at its end
@@ -401,7 +428,7 @@ def run_chunks(
                 with tracer.invoke(sequence):
                     steps = list()
                     for at in tracer.iter[:chunk]:
-                        steps.append(step_reads(model, written + at, k, target_id, added))
+                        steps.append(step_reads(model, written + at, k, target_id, added, at == 0))
                     out[index] = steps
         for index, _, _ in plan:
             steps = out.get(index, [])

@@ -54,6 +54,31 @@ class InterventionError(ValueError):
     """An intervention the engine cannot run as asked: said before any request."""
 
 
+POSITIONS = (
+    "positions are token positions of the prompt, a non-empty list of distinct integers in 0..{last} "
+    "(or -{count}..-1 from the end); got {got!r}"
+)
+
+
+def check_positions(positions, count: int) -> tuple[int, ...]:
+    """``positions`` (``None``: all) as sorted, distinct positions in ``0..count-1``;
+    negative ones count from the end."""
+    if positions is None:
+        return tuple(range(count))
+    try:
+        items = list(positions)
+    except TypeError:
+        raise InterventionError(POSITIONS.format(last=count - 1, count=count, got=positions)) from None
+    chosen = set()
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)) or not -count <= int(item) < count:
+            raise InterventionError(POSITIONS.format(last=count - 1, count=count, got=item))
+        chosen.add(int(item) % count)
+    if not chosen or len(chosen) != len(items):
+        raise InterventionError(POSITIONS.format(last=count - 1, count=count, got=positions))
+    return tuple(sorted(chosen))
+
+
 def check_heads(model, heads) -> tuple[tuple[int, int], ...]:
     """``heads`` as sorted, distinct ``(layer, head)`` pairs; `InterventionError` if any
     is not a pair of ints or is out of range, or the model serves no head outputs."""

@@ -727,6 +727,8 @@ class Session:
         coefficient: float = 1.0,
         max_tokens: int = requests.GENERATE_TOKENS,
         *,
+        positions=None,
+        decode: bool | None = None,
         key: str | None = None,
         progress: bool = False,
         **sampling: Any,
@@ -736,10 +738,13 @@ class Session:
         Args:
             prompt: the prompt's text.
             vector: ``[hidden]`` (e.g. from `steering_vector`).
-            layer: ``coefficient * vector`` is added to ``layers[layer].layer_output`` at
-                every position and step.
+            layer: ``coefficient * vector`` is added to ``layers[layer].layer_output``.
             coefficient: the vector's scale.
             max_tokens: how many tokens each continuation has at most.
+            positions: the prompt positions steered (``None``: every one; negative ones
+                count from the end).
+            decode: whether every written token is steered too (by default: where
+                ``positions`` is ``None``).
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar.
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
@@ -749,7 +754,16 @@ class Session:
         """
         return self._submit(
             lambda engine, job: interventions.steer(
-                engine, prompt, vector, layer, coefficient, max_tokens, progress=job, **sampling
+                engine,
+                prompt,
+                vector,
+                layer,
+                coefficient,
+                max_tokens,
+                positions=positions,
+                decode=decode,
+                progress=job,
+                **sampling,
             ),
             key=key,
             what="steering",
