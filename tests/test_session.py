@@ -580,6 +580,28 @@ def test_token_ids_are_a_prompt_as_they_are(session, result):
     assert session.prompt(PROMPT + " Paris").result(timeout=120).tokens  # the next request is served
 
 
+def test_bos_puts_the_tokenizers_bos_token_first_or_none(session, result):
+    """``bos=True`` runs the prompt with the tokenizer's BOS token first (once), ``False``
+    without one, ``None`` as the tokenizer tokenises; in every request that takes a prompt."""
+    tokenizer = session.tokenizer()
+    bos = tokenizer.bos_token_id
+    ids = tokenizer(PROMPT)["input_ids"]
+    assert bos is not None and ids[0] != bos  # this tokenizer adds none by itself
+    assert session.tokens(PROMPT, bos=True).ids == (bos, *ids)
+    assert session.tokens([bos, *ids], bos=True).ids == (bos, *ids)  # never twice
+    assert session.tokens([bos, *ids], bos=False).ids == tuple(ids)
+    assert session.tokens(PROMPT, bos=None).ids == tuple(ids)
+    first = session.prompt(PROMPT, bos=True).result(timeout=120)
+    explicit = session.prompt([bos, *ids]).result(timeout=120)
+    assert first.tokens.ids == (bos, *ids) and first.tokens == explicit.tokens
+    np.testing.assert_array_equal(first.lens.top_ids, explicit.lens.top_ids)
+    assert not np.array_equal(first.lens.top_probs[:, -1], result.lens.top_probs[:, -1])  # the BOS token matters
+    roles = session.head_roles(PROMPT, bos=True).result(timeout=120)
+    assert len(roles.tokens) == len(ids) + 1
+    with pytest.raises(TypeError, match="bos is True"):
+        session.prompt(PROMPT, bos="yes")
+
+
 def test_patterns_are_every_layers_exact_pattern_in_one_request(session):
     expected = reference_attention(str(checkpoint("qwen2")), "qwen2", LONGER)
     before = session.engine_requests

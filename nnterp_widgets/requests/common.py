@@ -80,6 +80,33 @@ def prompt_ids(prompt: Any) -> list[int] | None:
     raise TypeError(f"{PROMPT_KINDS}; got {got}")
 
 
+BOS_MISSING = "this tokenizer has no BOS token to add: leave bos=None (what the tokenizer does), or give token ids"
+
+
+BOS_CHOICE = (
+    "bos is True (the tokenizer's BOS token first), False (no BOS token) or None (what the tokenizer does); got {bos!r}"
+)
+
+
+def with_bos(tokenizer, prompt: Any, bos: bool | None) -> Any:
+    """``prompt`` with its BOS token as asked: unchanged for ``bos=None``; else its token
+    ids (text tokenised as the engine does) with the tokenizer's BOS token first
+    (``True``; added where it is not there) or with no BOS token first (``False``)."""
+    if bos is None:
+        return prompt
+    if not isinstance(bos, bool):
+        raise TypeError(BOS_CHOICE.format(bos=bos))
+    ids = prompt_ids(prompt)
+    if ids is None:
+        ids = list(tokenizer(prompt)["input_ids"])
+    first = tokenizer.bos_token_id
+    if bos:
+        if first is None:
+            raise RequestRefused(BOS_MISSING)
+        return ids if ids[:1] == [first] else [first, *ids]
+    return ids[1:] if first is not None and ids[:1] == [first] else ids
+
+
 def prompt_key(prompt: Any) -> str | tuple:
     """A prompt as a hashable key (text as it is, ids as a tuple)."""
     ids = prompt_ids(prompt)

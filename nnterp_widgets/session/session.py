@@ -318,6 +318,7 @@ class Session:
         self,
         prompt: Prompt,
         *,
+        bos: bool | None = None,
         key: str | None = None,
         layer: int | None = None,
         window: Any = None,
@@ -334,11 +335,14 @@ class Session:
                 ``(start, stop)``.
             ablate: ``(layer, head)`` pairs zeroed in this run; the result then carries the
                 change against the clean run.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of a `PromptResult`: the tokens, the model's prediction, the lens, the
             pattern and the values' shapes. What it holds is cached for later requests.
         """
+        prompt = self._with_bos(prompt, bos)
         if key is not None:
             self._worker.drop(lambda pending: pending.startswith(f"{key}:"))
         heads = _heads(ablate)
@@ -381,6 +385,7 @@ class Session:
         prompt: Prompt,
         layer: int,
         *,
+        bos: bool | None = None,
         key: str | None = None,
         ablate: Sequence = (),
         window: Any = None,
@@ -397,10 +402,13 @@ class Session:
                 ``pattern_side`` tokens); ``(query_start, key_start)``: the exact cells
                 of at most ``side`` queries and keys from there (a zoom).
             side: a zoom window's side, at most ``pattern_side`` (its default).
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of an `AttentionPattern`.
         """
+        prompt = self._with_bos(prompt, bos)
         heads = _heads(ablate)
         limit, side = self.max_result_bytes, _side(side, self.pattern_side, window)
         origin = None if window is None else _window(window)
@@ -416,7 +424,14 @@ class Session:
         )
 
     def attention_row(
-        self, prompt: Prompt, layer: int, query: int, *, key: str | None = None, ablate: Sequence = ()
+        self,
+        prompt: Prompt,
+        layer: int,
+        query: int,
+        *,
+        bos: bool | None = None,
+        key: str | None = None,
+        ablate: Sequence = (),
     ) -> Job[requests.AttentionPattern]:
         """One query's exact weights over every key of ``prompt``, in every head of ``layer``:
         one request, cached (the token view of a prompt past ``pattern_side`` tokens).
@@ -427,10 +442,13 @@ class Session:
             query: the query's position.
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of a one-row `AttentionPattern` (``query_start`` is ``query``).
         """
+        prompt = self._with_bos(prompt, bos)
         heads = _heads(ablate)
         limit = self.max_result_bytes
 
@@ -443,7 +461,14 @@ class Session:
         )
 
     def lens(
-        self, prompt: Prompt, start: int, stop: int, *, key: str | None = None, ablate: Sequence = ()
+        self,
+        prompt: Prompt,
+        start: int,
+        stop: int,
+        *,
+        bos: bool | None = None,
+        key: str | None = None,
+        ablate: Sequence = (),
     ) -> Job[requests.LensGrid]:
         """The logit lens over some positions of ``prompt``: one request, cached.
 
@@ -452,10 +477,13 @@ class Session:
             start, stop: the positions ``start .. stop - 1``.
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of a `LensGrid`.
         """
+        prompt = self._with_bos(prompt, bos)
         heads = _heads(ablate)
         limit = self.max_result_bytes
         kept = self._kept.get(requests.stream_key(prompt, heads))
@@ -474,7 +502,14 @@ class Session:
         return self._cached(("lens", requests.prompt_key(prompt), heads, int(start), int(stop)), key, "lens", run)
 
     def value(
-        self, prompt: Prompt, value_id: str, *, key: str | None = None, ablate: Sequence = (), full: bool = False
+        self,
+        prompt: Prompt,
+        value_id: str,
+        *,
+        bos: bool | None = None,
+        key: str | None = None,
+        ablate: Sequence = (),
+        full: bool = False,
     ) -> Job[requests.ValueSummary]:
         """One standard value for ``prompt``, summarised: one request, cached.
 
@@ -484,10 +519,13 @@ class Session:
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
             full: also the whole value (``tensor``, a CPU torch tensor), memory-guarded.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of a `ValueSummary` (shape, dtype, statistics and a preview slice).
         """
+        prompt = self._with_bos(prompt, bos)
         heads = _heads(ablate)
         limit = self.max_result_bytes
 
@@ -553,6 +591,7 @@ class Session:
         noise: float = interventions.NOISE,
         subject: tuple[int, int] | None = None,
         seed: int = 0,
+        bos: bool | None = None,
         key: str | None = None,
         progress: bool = False,
     ) -> Job[interventions.PatchResult]:
@@ -574,11 +613,14 @@ class Session:
                 ``"logprob"`` or ``"prob"`` of the answer.
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar (cells patched).
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of a `PatchResult` (its ``effect``: 0 is the corrupted run, 1 the clean);
             its progress counts cells, its partial answer holds the rows patched so far.
         """
+        clean, corrupted = self._with_bos(clean, bos), self._with_bos(corrupted, bos)
         return self._submit(
             lambda engine, job: interventions.patch(
                 engine,
@@ -600,7 +642,7 @@ class Session:
         )
 
     def compare(
-        self, first: Prompt, second: Prompt, answer, foil, *, key: str | None = None
+        self, first: Prompt, second: Prompt, answer, foil, *, bos: bool | None = None, key: str | None = None
     ) -> Job[interventions.PairLens]:
         """Both prompts' logit lens and their difference.
 
@@ -608,25 +650,33 @@ class Session:
             first, second: two prompts of the same token count.
             answer, foil: tokens (an id or one token's text) whose logit difference is read.
             key: names the asker (newest wins under it); ``None``: never replaced.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of a `PairLens`.
         """
+        first, second = self._with_bos(first, bos), self._with_bos(second, bos)
         return self.request(
             lambda engine: interventions.compare(engine, first, second, answer, foil), key=key, what="pair lens"
         )
 
-    def ablation(self, prompt: Prompt, heads, *, key: str | None = None) -> Job[requests.AblationDelta]:
+    def ablation(
+        self, prompt: Prompt, heads, *, bos: bool | None = None, key: str | None = None
+    ) -> Job[requests.AblationDelta]:
         """``prompt`` with some heads zeroed, against the clean run: one request.
 
         Args:
             prompt: the prompt's text.
             heads: ``(layer, head)`` pairs.
             key: names the asker (newest wins under it); ``None``: never replaced.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of an `AblationDelta` (the clean top-k's probabilities in both runs).
         """
+        prompt = self._with_bos(prompt, bos)
         return self.request(lambda engine: interventions.ablation(engine, prompt, heads), key=key, what="ablation")
 
     def generate(
@@ -635,6 +685,7 @@ class Session:
         max_tokens: int = requests.GENERATE_TOKENS,
         *,
         target=None,
+        bos: bool | None = None,
         key: str | None = None,
         progress: bool = False,
         **sampling: Any,
@@ -649,10 +700,13 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar.
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of a `GenerationResult`.
         """
+        prompt = self._with_bos(prompt, bos)
         return self._submit(
             lambda engine, job: requests.generate(engine, prompt, max_tokens, target=target, progress=job, **sampling),
             key=key,
@@ -660,7 +714,9 @@ class Session:
             progress=progress,
         )
 
-    def follow(self, prompt: Prompt, target=None, *, key: str | None = None) -> Job[requests.LensModes]:
+    def follow(
+        self, prompt: Prompt, target=None, *, bos: bool | None = None, key: str | None = None
+    ) -> Job[requests.LensModes]:
         """The prompt's lens in every mode, following one token: one request.
 
         Args:
@@ -668,14 +724,17 @@ class Session:
             target: the token followed at every layer and position (an id or one
                 token's text), or ``None``.
             key: names the asker (newest wins under it); ``None``: never replaced.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of `LensModes`.
         """
+        prompt = self._with_bos(prompt, bos)
         return self.request(lambda engine: requests.follow(engine, prompt, target), key=key, what="lens modes")
 
     def attribute(
-        self, prompt: Prompt, answer, foil=None, *, position: int = -1, key: str | None = None
+        self, prompt: Prompt, answer, foil=None, *, position: int = -1, bos: bool | None = None, key: str | None = None
     ) -> Job[requests.Attribution]:
         """Who wrote the answer: each head's, MLP's and bias's direct effect, one request.
 
@@ -687,16 +746,19 @@ class Session:
             position: where the metric is read: the last position by default, or any
                 other (what the model predicts after that token).
             key: names the asker (newest wins under it); ``None``: never replaced.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of an `Attribution`, whose parts add up to its metric.
         """
+        prompt = self._with_bos(prompt, bos)
         return self.request(
             lambda engine: requests.attribute(engine, prompt, answer, foil, position), key=key, what="attribution"
         )
 
     def contributions(
-        self, prompt: Prompt, floor: float = requests.FLOOR, *, key: str | None = None
+        self, prompt: Prompt, floor: float = requests.FLOOR, *, bos: bool | None = None, key: str | None = None
     ) -> Job[requests.Contributions]:
         """Every block's contribution shares on the prompt (the contribution graph,
         Ferrando & Voita): one request.
@@ -706,11 +768,14 @@ class Session:
             floor: attention shares under it are not returned (at most
                 layers x tokens / floor edges).
             key: names the asker (newest wins under it); ``None``: never replaced.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of `Contributions`, whose ``graph(threshold)`` keeps the routes to the
             last position.
         """
+        prompt = self._with_bos(prompt, bos)
 
         def run(engine):
             # Beside one layer's pattern: each position's messages per head, and their copy.
@@ -729,6 +794,7 @@ class Session:
         *,
         positions=None,
         decode: bool | None = None,
+        bos: bool | None = None,
         key: str | None = None,
         progress: bool = False,
         **sampling: Any,
@@ -748,10 +814,13 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar.
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of a `SteerResult` (``steered`` and ``plain``, each a `GenerationResult`).
         """
+        prompt = self._with_bos(prompt, bos)
         return self._submit(
             lambda engine, job: interventions.steer(
                 engine,
@@ -824,6 +893,7 @@ class Session:
         mode: str = "replace",
         *,
         resolution: str = "auto",
+        bos: bool | None = None,
         key: str | None = None,
         progress: bool = False,
     ) -> Job[interventions.Occlusion]:
@@ -838,11 +908,14 @@ class Session:
                 every token alone.
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar (positions occluded).
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of an `Occlusion`; its progress counts positions, its partial answer
             holds the positions occluded so far (the others NaN).
         """
+        prompt = self._with_bos(prompt, bos)
         return self._submit(
             lambda engine, job: interventions.occlude(engine, prompt, answer, mode, resolution, progress=job),
             key=key,
@@ -851,7 +924,13 @@ class Session:
         )
 
     def patterns(
-        self, prompt: Prompt, layers: Sequence[int] | None = None, *, key: str | None = None, ablate: Sequence = ()
+        self,
+        prompt: Prompt,
+        layers: Sequence[int] | None = None,
+        *,
+        bos: bool | None = None,
+        key: str | None = None,
+        ablate: Sequence = (),
     ) -> Job[requests.Patterns]:
         """Every listed layer's exact attention pattern (float32, unpooled): one request.
 
@@ -860,12 +939,15 @@ class Session:
             layers: the layers (every layer that has a pattern by default).
             key: names the asker (newest wins under it); ``None``: never replaced.
             ablate: ``(layer, head)`` pairs zeroed in this run.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of `Patterns` (``values``: ``[layers, heads, queries, keys]``). A request
             that would not fit the engine's free memory is refused before it runs, saying
             how many tokens fit.
         """
+        prompt = self._with_bos(prompt, bos)
         heads = _heads(ablate)
         limit = self.max_result_bytes
 
@@ -890,17 +972,20 @@ class Session:
         self.described.result()
         return requests.induction_probe(self._engine(), length, seed)
 
-    def head_roles(self, prompt: Prompt, *, key: str | None = None) -> Job[requests.HeadRoles]:
+    def head_roles(self, prompt: Prompt, *, bos: bool | None = None, key: str | None = None) -> Job[requests.HeadRoles]:
         """Each head's mean weight on the previous token, the first token and itself over
         ``prompt``'s prefill: one request.
 
         Args:
             prompt: the prompt's text.
             key: names the asker (newest wins under it); ``None``: never replaced.
+            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
+                ``None``: what the tokenizer does.
 
         Returns:
             A `Job` of `HeadRoles`.
         """
+        prompt = self._with_bos(prompt, bos)
         return self.request(lambda engine: requests.head_roles(engine, prompt), key=key, what="head roles")
 
     def support(self) -> dict:
@@ -922,6 +1007,14 @@ class Session:
                 tokens = len(ids) if ids is not None else len(engine.tokenizer(text)["input_ids"])
             check_memory(engine, tokens, patterns, per_token * tokens, limit=limit, advice=MEMORY_ADVICE)
 
+    def _with_bos(self, prompt: Any, bos: bool | None) -> Any:
+        """``prompt`` with its BOS token as ``bos`` asks (`requests.with_bos`); the
+        tokenizer only, read once the session is described."""
+        if bos is None or prompt is None:
+            return prompt
+        self.described.result()
+        return requests.with_bos(self._engine().tokenizer, prompt, bos)
+
     def _engine(self):
         # The client-side envoy tree and tokenizer only: reading them runs nothing. They
         # exist before the engine's processes are up (`described`).
@@ -934,12 +1027,14 @@ class Session:
         they do): what the explorer draws before the engine is ready."""
         self.described.add_done_callback(lambda future: callback())
 
-    def tokens(self, prompt: Prompt) -> requests.Tokens:
+    def tokens(self, prompt: Prompt, *, bos: bool | None = None) -> requests.Tokens:
         """``prompt``'s tokens as the engine will see them: the tokenizer only, no engine
-        request (works once `described`; blocks until then)."""
+        request (works once `described`; blocks until then). ``bos``: as for `prompt`."""
+        prompt = self._with_bos(prompt, bos)
         self.described.result()
         engine = self._engine()
-        return requests.tokens_of(engine, engine.tokenizer(prompt)["input_ids"])
+        ids = requests.prompt_ids(prompt)
+        return requests.tokens_of(engine, engine.tokenizer(prompt)["input_ids"] if ids is None else ids)
 
     @property
     def engine_requests(self) -> int:
