@@ -113,6 +113,8 @@ def test_steering_at_some_positions_is_transformers_greedy_with_the_same_additio
     assert result.positions == (None if chosen is None else tuple(chosen)) and result.decode is decode
     assert list(result.steered.generated.ids) == hf_greedy(ids, TOKENS, (LAYER, added), chosen, decode)
     assert result.divergence is not None  # the vector at those places changes what is written
+    frame = result.to_pandas()
+    assert set(frame["run"]) == {"steered", "plain"} and len(frame) == 2 * len(result.plain.to_pandas())
 
 
 def test_steering_positions_out_of_range_are_refused(session, vector):

@@ -365,6 +365,9 @@ def test_pair_lens_matches_transformers(session, hf, answer_foil):
         np.testing.assert_array_equal(lens.top_ids, top.indices.cpu().numpy())
         np.testing.assert_allclose(lens.top_probs, top.values.cpu().numpy(), atol=1e-5)
     np.testing.assert_array_equal(pair.difference, pair.first_diff - pair.second_diff)
+    frame = pair.to_pandas()
+    assert len(frame) == pair.difference.size
+    np.testing.assert_allclose(frame["difference"].to_numpy(), pair.difference.reshape(-1))
     assert np.all(pair.difference[:, 0] == 0)  # the shared first token
 
 

@@ -704,3 +704,54 @@ def test_attribution_at_a_position_is_transformers_there_and_adds_up(session):
     with pytest.raises(InterventionError, match=rf"outside this {len(ids)}-token prompt"):
         session.attribute(LONGER, answer, foil, position=len(ids)).result(timeout=60)
     assert session.attribute(LONGER, answer, foil, position=-len(ids)).result(timeout=120).position == 0
+
+
+def test_every_result_has_a_table_with_a_row_per_cell(session, result):
+    """``to_pandas()``: one row per cell, named columns, each cell's numbers those of the
+    result's arrays (the arrays themselves are held to transformers elsewhere)."""
+    lens = result.lens.to_pandas()
+    layers, count, k = result.lens.top_ids.shape
+    assert len(lens) == layers * count * k and list(lens.columns) == [
+        "layer", "position", "rank", "token", "id", "probability", "text"
+    ]  # fmt: skip
+    cell = lens[(lens.layer == 1) & (lens.position == result.lens.start + 1) & (lens["rank"] == 0)].iloc[0]
+    assert cell.id == result.lens.top_ids[1, 1, 0] and cell.token == result.tokens.texts[result.lens.start + 1]
+    assert result.to_pandas().equals(lens)
+
+    patterns = session.patterns(PROMPT).result(timeout=120)
+    frame = patterns.to_pandas()
+    assert len(frame) == patterns.values.size
+    row = frame[(frame.layer == 1) & (frame["head"] == 2) & (frame["query"] == 3) & (frame["key"] == 1)].iloc[0]
+    assert row.weight == patterns.values[1, 2, 3, 1] and row.key_token == patterns.tokens.texts[1]
+    attention = session.attention(PROMPT, 1).result(timeout=120)
+    assert len(attention.to_pandas()) == attention.quantized.size
+
+    attribution = session.attribute(PROMPT, " Paris", " Rome").result(timeout=120)
+    parts = attribution.to_pandas()
+    assert parts.effect.sum() == pytest.approx(attribution.total, abs=1e-3)
+    assert (parts.part == "head").sum() == attribution.heads.size
+
+    roles = session.head_roles(LONGER).result(timeout=120)
+    table = roles.to_pandas()
+    assert set(table.role) == set(roles.scores) and len(table) == sum(np.size(s) for s in roles.scores.values())
+
+    whole = session.value(PROMPT, "model.model.layers.0.mlp.mlp_output", full=True).result(timeout=120)
+    values = whole.to_pandas()
+    assert len(values) == whole.tensor.numel() and values.value.iloc[-1] == whole.tensor.reshape(-1)[-1].item()
+
+    generation = session.generate(PROMPT, 3).result(timeout=120)
+    steps = generation.to_pandas()
+    assert set(steps.step) == set(range(len(generation.steps))) and "token" in steps
+
+    occlusion = session.occlude(PROMPT, " Paris").result(timeout=120)
+    rows = occlusion.to_pandas()
+    assert len(rows) == len(occlusion.tokens)
+    np.testing.assert_array_equal(rows.delta_logit.to_numpy(), occlusion.delta_logit)
+
+    ablation = session.ablation(PROMPT, [(0, 1)]).result(timeout=120)
+    assert ablation.to_pandas().delta.tolist() == pytest.approx(ablation.delta.tolist())
+    graph = session.contributions(PROMPT).result(timeout=120)
+    assert len(graph.to_pandas()) == len(graph.shares)
+    modes = session.follow(PROMPT, " Paris").result(timeout=120)
+    followed = modes.to_pandas()
+    assert len(followed) == modes.top_ids.size and followed["target_rank"].min() >= 1

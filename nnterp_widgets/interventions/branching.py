@@ -19,6 +19,7 @@ from typing import Any
 from ..requests.generation import GenerationError, GenerationResult, generate
 from ..requests.sites import InterventionError
 from ..requests.common import one_token
+from ..requests.tables import stacked
 
 STEP_OUT_OF_RANGE = "step {step} is out of range: this generation has steps 0..{last}"
 SAME_AS_WRITTEN = "step {step} already wrote {text!r}: pick another token to branch on"
@@ -48,6 +49,11 @@ class BranchResult:
     def original_continuation(self) -> tuple[str, ...]:
         """The original's written tokens from ``step`` on."""
         return self.original.generated.texts[self.step :]
+
+    def to_pandas(self):
+        """Both generations' lens tables (`GenerationResult.to_pandas`), ``run``
+        ``"original"`` or ``"branched"``."""
+        return stacked({"original": self.original.to_pandas(), "branched": self.branched.to_pandas()}, "run")
 
 
 def branch(model, original: GenerationResult, step: int, token: Any, max_tokens: int | None = None) -> BranchResult:

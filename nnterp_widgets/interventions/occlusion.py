@@ -31,6 +31,7 @@ import numpy as np
 from ..requests.common import Tokens, check_prompt, one_token, tokens_of
 from ..requests.progress import NO_PROGRESS, Pace, Progress
 from ..requests.sites import InterventionError
+from ..requests.tables import table
 
 #: The text whose token replaces an occluded one: a single space carries no content.
 NEUTRAL = " "
@@ -99,6 +100,22 @@ class Occlusion:
         delta = np.where(np.isnan(self.delta_logit), np.inf, self.delta_logit)
         order = [i for i in np.argsort(delta, kind="stable")[:k] if np.isfinite(delta[i])]
         return [(int(i), self.tokens.texts[i], float(self.delta_logit[i])) for i in order]
+
+    def to_pandas(self):
+        """One row per position: ``token``, the answer's ``logit`` and ``probability``
+        with it occluded, their change from the clean run (``delta_logit``,
+        ``delta_prob``) and ``exact`` (False: measured with its block occluded)."""
+        return table(
+            {
+                "position": np.arange(len(self.tokens)),
+                "token": np.array(self.tokens.texts, dtype=object),
+                "logit": self.logits,
+                "probability": self.probs,
+                "delta_logit": self.delta_logit,
+                "delta_prob": self.delta_prob,
+                "exact": self.exact,
+            }
+        )
 
 
 def neutral_token(model) -> tuple[int, str]:

@@ -53,6 +53,7 @@ from ..requests.sites import (
     check_positions,
     check_site,
 )
+from ..requests.tables import cells
 
 
 def normalized_effect(patched: np.ndarray, clean: float, corrupted: float) -> np.ndarray:
@@ -205,6 +206,19 @@ class PairLens:
     @property
     def difference(self) -> np.ndarray:
         return self.first_diff - self.second_diff
+
+    def to_pandas(self):
+        """One row per (layer, position): ``first_token`` / ``second_token`` and the lens's
+        logit(answer) - logit(foil) in each (``first_diff``, ``second_diff``) and their ``difference``."""
+        layers, count = self.first_diff.shape
+        return cells(
+            {"layer": range(layers), "position": range(count)},
+            {"first_diff": self.first_diff, "second_diff": self.second_diff, "difference": self.difference},
+            {
+                "first_token": ("position", self.first.tokens.texts),
+                "second_token": ("position", self.second.tokens.texts),
+            },
+        )
 
 
 #: Cells per patching request. Measured on the tiny checkpoint (CPU, 2 cores): an invoke

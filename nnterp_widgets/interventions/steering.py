@@ -33,6 +33,7 @@ from ..requests.generation import (
 from ..requests.common import LENS_K, check_prompt
 from ..requests.progress import NO_PROGRESS, Progress
 from ..requests.sites import LAYER_OUT_OF_RANGE, check_positions
+from ..requests.tables import stacked
 
 VECTOR_WIDTH = "the steering vector has {got} numbers; this model's stream has {want} (hidden_size)"
 VECTOR_NOT_FINITE = "the steering vector holds a value that is not finite (NaN or infinity)"
@@ -83,6 +84,11 @@ class SteerResult:
             if a != b:
                 return index
         return None
+
+    def to_pandas(self):
+        """Both generations' lens tables (`GenerationResult.to_pandas`), ``run``
+        ``"steered"`` or ``"plain"``."""
+        return stacked({"steered": self.steered.to_pandas(), "plain": self.plain.to_pandas()}, "run")
 
 
 def check_vector(model, vector: Any) -> torch.Tensor:

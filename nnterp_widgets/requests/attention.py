@@ -30,6 +30,7 @@ from .common import (
     to_numpy,
     tokens_of,
 )
+from .tables import cells
 
 
 #: A quantised pattern's cell is ``round(p * QUANT)`` in a uint8 (error at most 1/510).
@@ -224,6 +225,20 @@ class AttentionPattern:
     def nbytes(self) -> int:
         return int(self.quantized.nbytes + self.thumbnails.nbytes)
 
+    def to_pandas(self):
+        """One row per (head, query, key) cell: ``weight`` (as shipped: one byte a cell;
+        where ``block > 1`` a cell is the maximum over ``block`` tokens a side, its query
+        and key the block's first)."""
+        heads, rows, cols = self.quantized.shape
+        return cells(
+            {
+                "head": range(heads),
+                "query": self.query_start + self.block * np.arange(rows),
+                "key": self.key_start + self.block * np.arange(cols),
+            },
+            {"weight": self.pattern},
+        )
+
 
 def pattern_layers(model) -> tuple[int, ...]:
     """The layers whose pattern the engine serves."""
@@ -374,6 +389,16 @@ class Patterns:
     def layer(self, layer: int) -> np.ndarray:
         """``[heads, queries, keys]`` of layer ``layer``."""
         return self.values[self.layer_ids.index(layer)]
+
+    def to_pandas(self):
+        """One row per (layer, head, query, key): ``weight``, the exact probability
+        (``query_token`` / ``key_token`` their texts)."""
+        _, heads, count, _ = self.values.shape
+        return cells(
+            {"layer": self.layer_ids, "head": range(heads), "query": range(count), "key": range(count)},
+            {"weight": self.values},
+            {"query_token": ("query", self.tokens.texts), "key_token": ("key", self.tokens.texts)},
+        )
 
 
 def patterns_bytes(layers: int, heads: int, tokens: int) -> int:

@@ -30,6 +30,7 @@ from ..engine import module_of
 from .sites import InterventionError
 from .common import Tokens
 from .common import check_prompt, one_token, tokens_of
+from .tables import table
 
 #: Why a family's heads cannot be split here: their contribution is a norm's output.
 POST_NORM = (
@@ -117,6 +118,31 @@ class Attribution:
         key = np.abs(self.mlps) if sign == 0 else sign * self.mlps
         order = np.argsort(-key, kind="stable")[:k]
         return [(int(i), float(self.mlps[i])) for i in order]
+
+    def to_pandas(self):
+        """One row per part of the metric: ``part`` (head, attention bias, MLP, embedding,
+        final norm bias, head bias), its ``layer`` and ``head`` (-1 where none) and its
+        direct ``effect``; the effects add up to `total`."""
+        layers = self.num_layers
+        rows = {"part": [], "layer": [], "head": [], "effect": []}
+
+        def row(part, layer, head, effect):
+            for name, value in zip(rows, (part, layer, head, float(effect)), strict=True):
+                rows[name].append(value)
+
+        row("embedding", -1, -1, self.embedding)
+        for layer in range(layers):
+            heads = np.asarray(self.heads)
+            for head in range(heads.shape[1] if heads.ndim == 2 and self.heads_reason is None else 0):
+                row("head", layer, head, heads[layer, head])
+            if self.heads_reason is not None:
+                row("attention", layer, -1, self.attention[layer])
+            else:
+                row("attention bias", layer, -1, self.attention_bias[layer])
+            row("mlp", layer, -1, self.mlps[layer])
+        row("final norm bias", -1, -1, self.norm_bias)
+        row("head bias", -1, -1, self.head_bias)
+        return table(rows)
 
 
 def out_projection(attention_module: torch.nn.Module):

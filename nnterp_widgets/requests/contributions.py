@@ -35,6 +35,7 @@ from ..engine import module_of
 from .attribution import heads_reason, out_projection, per_head
 from .common import Tokens
 from .common import check_prompt, tokens_of
+from .tables import table
 
 #: The smallest attention share returned (the graph view's lowest threshold).
 FLOOR = 0.01
@@ -146,6 +147,22 @@ class Contributions:
             kept = below
             nodes.extend((layer, position) for position in sorted(kept))
         return Route(threshold=float(threshold), target=target, nodes=tuple(nodes), edges=tuple(edges), mlp=mlp)
+
+    def to_pandas(self):
+        """One row per kept attention edge: ``layer``, ``query``, ``key`` (their token
+        texts beside) and the key's ``share`` of the query's attention step."""
+        texts = np.array(self.tokens.texts, dtype=object)
+        edges = np.asarray(self.edges).reshape(-1, 3)
+        return table(
+            {
+                "layer": edges[:, 0],
+                "query": edges[:, 1],
+                "key": edges[:, 2],
+                "query_token": texts[edges[:, 1]],
+                "key_token": texts[edges[:, 2]],
+                "share": np.asarray(self.shares),
+            }
+        )
 
 
 def proximity_shares(whole: torch.Tensor, parts: torch.Tensor) -> torch.Tensor:

@@ -38,6 +38,7 @@ import time
 from .common import LENS_K, RequestRefused, Tokens, check_prompt, one_token, texts_of, token_text, tokens_of
 from .lens import LensGrid
 from .progress import NO_PROGRESS, Pace, Progress
+from .tables import cells
 
 #: Tokens a generation writes unless told otherwise.
 GENERATE_TOKENS = 8
@@ -164,6 +165,25 @@ class LensModes:
         """The modes this object can show (the target's only with a target)."""
         return tuple(m for m in MODES if self.target is not None or m not in TARGET_MODES)
 
+    def to_pandas(self):
+        """One row per (layer, column): ``position``, ``token`` (the column's text), the
+        top-1 ``id`` / ``text`` / ``probability``, ``entropy`` (nats), and the target's
+        ``target_probability`` / ``target_rank`` where there is a target."""
+        layers, count = np.shape(self.top_ids)[:2]
+        values = {
+            "id": self.top_ids,
+            "text": np.array(self.top_texts, dtype=object),
+            "probability": self.top_probs,
+            "entropy": self.entropy,
+        }
+        if self.target is not None:
+            values.update(target_probability=self.probability, target_rank=self.rank)
+        frame = cells(
+            {"layer": range(layers), "column": range(count)}, values, {"token": ("column", self.columns.texts)}
+        )
+        frame.insert(2, "position", np.asarray(self.positions)[frame["column"].to_numpy()])
+        return frame
+
 
 @dataclass(frozen=True)
 class GenerationStep:
@@ -283,6 +303,11 @@ class GenerationResult:
             model_top_ids=last.model_ids,
             model_top_probs=last.model_probs,
         )
+
+    def to_pandas(self):
+        """The lens at every step (`LensGrid.to_pandas` of `lens`): one row per (layer,
+        step, rank), ``token`` the text the step wrote."""
+        return self.lens.to_pandas().rename(columns={"position": "step"})
 
 
 # -- checks (client side, before any request) ------------------------------------------

@@ -24,6 +24,7 @@ import torch
 
 from .common import RequestRefused, Tokens, check_prompt, prompt_key, tokens_of
 from .attention import pattern_layers
+from .tables import cells, stacked
 
 #: A head's roles, each the mean of one kind of weight over the prompt's queries.
 #: ``previous``: on the token just before the query (queries from position 2, so that
@@ -70,6 +71,14 @@ class HeadRoles:
 
     def score(self, role: str, layer: int, head: int) -> float:
         return float(self.scores[role][layer, head])
+
+    def to_pandas(self):
+        """One row per (role, layer, head): its ``score`` (NaN where a role has none there)."""
+        frames = {
+            role: cells({"layer": range(np.shape(s)[0]), "head": range(np.shape(s)[1])}, {"score": s})
+            for role, s in self.scores.items()
+        }
+        return stacked(frames, "role")[["role", "layer", "head", "score"]]
 
 
 def induction_pairs(ids: list[int]) -> tuple[list[int], list[int]]:

@@ -24,6 +24,7 @@ from .common import (
     tokens_of,
     top_k,
 )
+from .tables import cells
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,16 @@ class LensGrid:
 
     def top1_texts(self) -> list[list[str]]:
         return [[cell[0] for cell in row] for row in self.top_texts]
+
+    def to_pandas(self):
+        """One row per (layer, position, rank): ``token`` (the position's input text),
+        ``id``, ``text`` and ``probability`` of the lens's rank-th token there."""
+        layers, positions, k = self.top_ids.shape
+        return cells(
+            {"layer": range(layers), "position": range(self.start, self.start + positions), "rank": range(k)},
+            {"id": self.top_ids, "probability": self.top_probs, "text": np.array(self.top_texts, dtype=object)},
+            {"token": ("position", self.tokens.texts[self.start : self.start + positions])},
+        )
 
 
 #: Positions the lens shows unless told otherwise: the last ones.

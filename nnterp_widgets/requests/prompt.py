@@ -74,6 +74,10 @@ class PromptResult:
         cells as shipped: block maxima past `PATTERN_SIDE` tokens)."""
         return {} if self.attention is None else {self.attention.layer: self.attention.pattern}
 
+    def to_pandas(self):
+        """The lens's table (`LensGrid.to_pandas`): what the prompt request measured per cell."""
+        return self.lens.to_pandas()
+
 
 def run_prompt(
     model,

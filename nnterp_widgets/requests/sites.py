@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from .tables import table
 
 
 #: Where a sweep patches, and what its map's columns are.
@@ -155,6 +156,19 @@ class AblationDelta:
     def top1_delta(self) -> float:
         """Δ probability of the clean top-1."""
         return float(self.delta[0])
+
+    def to_pandas(self):
+        """One row per token of the clean run's top-k: ``rank``, ``id``, probability
+        ``clean`` and ``ablated``, and ``delta``."""
+        return table(
+            {
+                "rank": np.arange(len(self.ids)),
+                "id": self.ids,
+                "clean": self.clean,
+                "ablated": self.ablated,
+                "delta": self.delta,
+            }
+        )
 
 
 def ablation_delta(clean_probs, ablated_probs, heads=(), k: int = 5) -> AblationDelta:

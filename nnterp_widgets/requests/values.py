@@ -22,6 +22,7 @@ from .common import (
     described,
     to_numpy,
 )
+from .tables import cells
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,18 @@ class ValueSummary:
     total_cols: int
     #: With ``full=True``: the whole value as a CPU torch tensor (its own dtype), else None.
     tensor: Any = None
+
+    def to_pandas(self):
+        """One row per (position, feature): the whole value's cells where it came with
+        ``full=True`` (a leading batch axis of 1 dropped; further axes flattened into
+        ``feature``), else the preview's (``row_tokens`` its positions)."""
+        if self.tensor is not None:
+            whole = self.tensor.float().numpy()
+            whole = whole[0] if whole.ndim > 1 and whole.shape[0] == 1 else whole
+            whole = whole.reshape(whole.shape[0], -1) if whole.ndim > 1 else whole.reshape(-1, 1)
+            return cells({"position": range(whole.shape[0]), "feature": range(whole.shape[1])}, {"value": whole})
+        rows, cols = np.shape(self.preview)
+        return cells({"position": self.row_tokens[:rows], "feature": range(cols)}, {"value": self.preview})
 
 
 #: Rows (token positions) and columns of a value's preview.
