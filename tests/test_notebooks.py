@@ -119,3 +119,4 @@ def test_the_tour_makes_its_claims_on_the_tested_prompts():
         assert repr(getattr(tour_claims, name)).strip("'") in source, name
     assert f"if {tour_claims.TOWER} in route.sources(" in source  # the route from ' Tower'
     assert "graph(threshold=0.04)" in source
+    assert f"subject={tour_claims.NOISED}" in source  # causal tracing's noised span

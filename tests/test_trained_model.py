@@ -18,6 +18,7 @@ import torch
 from nnterp_widgets.checkpoints import trained
 from reference import reference_attention, reference_attribution, reference_contributions, reference_values
 from traces import trace_values
+import tour_claims
 from tour_claims import (
     ANSWER,
     CLEAN,
@@ -246,3 +247,25 @@ def test_the_trained_model_has_induction_heads_on_a_repeated_random_sequence(tra
     assert best > 0.3 and layer > 0  # a head that reads an earlier layer's previous-token head
     count = len(probe)
     assert np.nanmedian(roles.scores["induction"]) < best / 3 and count == 100  # most heads are not
+
+
+def test_causal_tracing_restores_the_fact_at_the_subject_early_and_the_last_position_late(trained_session):
+    """Tour, from a script: with noise on the subject's embeddings the answer collapses;
+    restoring one clean cell brings it back at a subject token in the first half of the
+    layers and at the last position in the last fifth (Meng et al.'s picture, which a
+    model only has once trained)."""
+    from nnterp_widgets import plot
+
+    start, stop = tour_claims.NOISED
+    trace = trained_session.patch(
+        tour_claims.CLEAN, None, tour_claims.ANSWER, metric="prob", subject=(start, stop), seed=0
+    ).result(timeout=600)
+    assert trace.corrupted_metric < trace.clean_metric / 5
+    effect = trace.effect
+    layers, last = effect.shape[0], effect.shape[1] - 1
+    for layer in range(layers // 2):
+        assert start <= int(effect[layer].argmax()) < stop and effect[layer].max() > 0.4, layer
+    for layer in range(layers - layers // 5, layers):
+        assert int(effect[layer].argmax()) == last, layer
+    figure = plot(trace)
+    assert figure.data[0].type == "heatmap" and np.shape(figure.data[0].z) == effect.shape

@@ -12,6 +12,8 @@ ANSWER = " Paris"
 FOIL = " Rome"
 #: Positions of the subject's tokens in CLEAN: ' E', 'iffel', ' Tower'.
 SUBJECT = (1, 2, 3)
+#: Causal tracing's noised span of CLEAN: the subject's tokens, (start, stop).
+NOISED = (1, 4)
 #: The position of ' Tower' in CLEAN: the contribution graph's route starts there.
 TOWER = 3
 #: A longer prompt for the heads' roles (more queries to average over).

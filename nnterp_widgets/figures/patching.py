@@ -103,10 +103,10 @@ def patch_figure(result: PatchResult, selected: int = -1) -> go.Figure:
         if result.per_head
         else token_axis(labels, title=dict(text="position (clean prompt)"))
     )
-    title = (
-        f"patching {result.site}: effect on {metric} "
-        f"(clean {result.clean_metric:.3f}, corrupted {result.corrupted_metric:.3f})"
+    what = (
+        f"patching {result.site}" if result.subject is None else f"causal tracing ({result.corruption}), {result.site}"
     )
+    title = f"{what}: effect on {metric} (clean {result.clean_metric:.3f}, corrupted {result.corrupted_metric:.3f})"
     return _layers_figure(heatmap, title, xaxis, selected, f"patch:{result.site}:{layers}:{columns}")
 
 

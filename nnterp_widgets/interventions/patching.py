@@ -152,11 +152,17 @@ class PatchResult:
     def metric_label(self, show=repr) -> str:
         """The metric in words, each token's text through ``show`` (a figure's escape)."""
         answer = show(self.answer_text)
-        return {
-            "logit_diff": f"logit({answer}) − logit({show(self.foil_text)})",
-            "logprob": f"log p({answer})",
-            "prob": f"p({answer})",
-        }[self.metric]
+        if self.metric == "logit_diff":
+            return f"logit({answer}) − logit({show(self.foil_text)})"
+        return f"log p({answer})" if self.metric == "logprob" else f"p({answer})"
+
+    @property
+    def corruption(self) -> str:
+        """How the corrupted run was made, in words."""
+        if self.subject is None:
+            return "the corrupted prompt"
+        start, stop = self.subject
+        return f"noise x{self.noise:g} on positions {start}..{stop - 1} (seed {self.seed})"
 
     def to_pandas(self):
         """One row per cell: ``layer``, ``position`` or ``head``, ``token`` (a position's
