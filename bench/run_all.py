@@ -23,6 +23,7 @@ BENCHES = [
     "causal",
     "generation",
     "long_work",
+    "patterns",
 ]
 
 
