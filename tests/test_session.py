@@ -602,24 +602,6 @@ def test_bos_puts_the_tokenizers_bos_token_first_or_none(session, result):
         session.prompt(PROMPT, bos="yes")
 
 
-def test_patterns_are_every_layers_exact_pattern_in_one_request(session):
-    expected = reference_attention(str(checkpoint("qwen2")), "qwen2", LONGER)
-    before = session.engine_requests
-    whole = session.patterns(LONGER).result(timeout=120)
-    assert session.engine_requests - before == 1
-    count = len(whole.tokens)
-    assert whole.layer_ids == (0, 1) and whole.values.shape == (2, 4, count, count)
-    assert whole.values.dtype == np.float32
-    for layer in whole.layer_ids:
-        want = expected[("attention_probabilities", layer)][0].cpu().numpy()
-        np.testing.assert_allclose(whole.layer(layer), want, atol=1e-5)
-    one = session.patterns(LONGER, [1]).result(timeout=120)
-    assert one.layer_ids == (1,)
-    np.testing.assert_array_equal(one.values[0], whole.values[1])
-    with pytest.raises(RequestRefused, match="no attention pattern for layer 7"):
-        session.patterns(LONGER, [7]).result(timeout=60)
-
-
 def test_patterns_that_would_not_fit_are_refused_saying_what_fits(session):
     from nnterp_widgets.session.memory import MemoryRefused, request_bytes
 
@@ -632,78 +614,6 @@ def test_patterns_that_would_not_fit_are_refused_saying_what_fits(session):
     finally:
         session.memory_limit = None
     assert session.patterns(LONGER, [0]).result(120).values.shape[0] == 1
-
-
-def test_induction_scores_are_the_patterns_weight_after_each_earlier_occurrence(session):
-    from nnterp_widgets.requests.heads import induction_pairs
-
-    text = "The Eiffel Tower is in Paris. The Eiffel Tower is in Paris."
-    roles = session.head_roles(text).result(timeout=120)
-    ids = list(roles.tokens.ids)
-    queries, keys = induction_pairs(ids)
-    assert queries and all(ids[k - 1] == ids[q] and k < q for q, k in zip(queries, keys, strict=True))
-    expected = reference_attention(str(checkpoint("qwen2")), "qwen2", text)
-    for layer in (0, 1):
-        pattern = expected[("attention_probabilities", layer)][0].cpu().numpy()
-        want = pattern[:, queries, keys].mean(-1)
-        np.testing.assert_allclose(roles.scores["induction"][layer], want, atol=1e-5)
-    top = roles.top("induction", 3)
-    assert len(top) == 3 and [score for _, score in top] == sorted((s for _, s in top), reverse=True)
-    assert top[0][0] == roles.best("induction")
-    plain = session.head_roles("The Eiffel Tower is in").result(timeout=120)
-    assert np.isnan(plain.scores["induction"]).all()  # nothing repeats
-    probe = session.induction_probe(8, seed=1)
-    assert len(probe) == 16 and probe[:8] == probe[8:] and probe == session.induction_probe(8, seed=1)
-    assert session.head_roles(probe).result(timeout=120).tokens.ids == tuple(probe)
-    with pytest.raises(ValueError, match="unknown role"):
-        roles.top("copying")
-
-
-def test_a_whole_value_comes_back_as_a_tensor_equal_to_transformers(session):
-    """`value(..., full=True)`: the whole value, not a preview (the dimension a preview
-    cuts off shows), as a CPU tensor; memory-guarded; a summary alone stays small."""
-    expected = reference_values(str(checkpoint("qwen2")), "qwen2", LONGER)
-    value_id = "model.model.layers.1.mlp.mlp_output"
-    whole = session.value(LONGER, value_id, full=True).result(timeout=120)
-    assert isinstance(whole.tensor, torch.Tensor) and whole.tensor.device.type == "cpu"
-    want = expected[("mlp_output", 1)].cpu()
-    assert tuple(whole.tensor.shape) == tuple(want.shape) == whole.shape
-    torch.testing.assert_close(whole.tensor.float(), want.float(), atol=1e-4, rtol=1e-4)
-    assert whole.tensor.shape[-1] > whole.preview.shape[-1]  # more than the preview's columns
-    assert session.value(LONGER, value_id).result(timeout=120).tensor is None
-    session.max_result_bytes = 4096  # over the preview's 2 KiB, under the whole value's 14 x 128 floats
-    try:
-        with pytest.raises(ResultTooLarge):
-            session.value(LONGER + " !", value_id, full=True).result(timeout=60)
-        assert session.value(LONGER + " !", value_id).result(timeout=120).tensor is None  # the summary fits
-    finally:
-        session.max_result_bytes = MAX_RESULT_BYTES
-
-
-def test_attribution_at_a_position_is_transformers_there_and_adds_up(session):
-    """`attribute(..., position=p)`: every part's direct effect on what the model predicts
-    after token ``p``, held to transformers' textbook computation at that position."""
-    from nnterp_widgets.requests.sites import InterventionError
-    from reference import reference_attribution
-
-    ids = session.tokenizer()(LONGER)["input_ids"]
-    position = 4
-    model, _ = hf_model(str(checkpoint("qwen2")))
-    with torch.no_grad():
-        expected = model(torch.tensor([ids], device=model.device)).logits[0, position]
-    answer, foil = (int(i) for i in expected.topk(2).indices)
-    got = session.attribute(LONGER, answer, foil, position=position).result(timeout=120)
-    want = reference_attribution(str(checkpoint("qwen2")), "qwen2", LONGER, answer, foil, position)
-    scale = max(1.0, abs(got.metric))
-    assert got.position == position and abs(got.total - got.metric) < 1e-4 * scale
-    np.testing.assert_allclose(got.metric, want["metric"], atol=1e-4 * scale)
-    np.testing.assert_allclose(got.heads, want["heads"], atol=1e-4 * scale)
-    np.testing.assert_allclose(got.mlps, want["mlps"], atol=1e-4 * scale)
-    np.testing.assert_allclose(got.embedding, want["embedding"], atol=1e-4 * scale)
-    assert session.attribute(LONGER, answer, foil).result(timeout=120).position == len(ids) - 1
-    with pytest.raises(InterventionError, match=rf"outside this {len(ids)}-token prompt"):
-        session.attribute(LONGER, answer, foil, position=len(ids)).result(timeout=60)
-    assert session.attribute(LONGER, answer, foil, position=-len(ids)).result(timeout=120).position == 0
 
 
 def test_every_result_has_a_table_with_a_row_per_cell(session, result):
