@@ -15,7 +15,7 @@ from .ablation import ablation
 from .branching import BranchResult, branch
 from .occlusion import Occlusion, occlude
 from .patching import METRICS, NOISE, PairLens, PatchResult, compare, patch
-from .steering import SteerResult, SteeringError, steer, steering_vector
+from .steering import SteerResult, SteeringError, steer, steer_each, steering_vector
 
 __all__ = [
     "METRICS",
@@ -32,5 +32,6 @@ __all__ = [
     "occlude",
     "patch",
     "steer",
+    "steer_each",
     "steering_vector",
 ]

@@ -31,7 +31,8 @@ from ..requests.generation import (
     sampling_settings,
 )
 from ..requests.common import LENS_K, check_prompt
-from ..requests.progress import NO_PROGRESS, Progress
+from ..requests.batches import Results
+from ..requests.progress import NO_PROGRESS, Progress, Within
 from ..requests.sites import LAYER_OUT_OF_RANGE, check_positions
 from ..requests.tables import stacked
 
@@ -193,6 +194,86 @@ def steer(
         if not step["logits_usable"]:
             raise SteeringError(NOT_FINITE_LOGITS.format(coefficient=coefficient, layer=layer, step=index, norm=norm))
     return result(found)
+
+
+#: Prompts a batch steers together (each two invokes of every chunk's trace: steered, plain).
+STEER_GROUP = 16
+
+
+def steer_each(
+    model,
+    prompts: list,
+    vector: Any,
+    layer: int,
+    coefficient: float = 1.0,
+    max_tokens: int = GENERATE_TOKENS,
+    *,
+    positions=None,
+    decode: bool | None = None,
+    k: int = LENS_K,
+    progress: Progress = NO_PROGRESS,
+    group: int = STEER_GROUP,
+    **sampling: Any,
+) -> Results:
+    """`steer` of every prompt, ``group`` prompts (steered and plain) decoding together:
+    `Results` of `SteerResult`, in order. The vector, layer and coefficient are checked
+    once (bad ones refuse the whole batch); a prompt the engine cannot take gets its error
+    in its slot. ``progress`` counts prompts."""
+    direction = check_vector(model, vector)
+    coefficient = check_coefficient(coefficient)
+    added = direction * coefficient
+    if not torch.isfinite(added).all():
+        raise SteeringError(OVERFLOW.format(coefficient=coefficient, norm=float(direction.norm())))
+    layer = check_layer(model, layer)
+    settings = sampling_settings(sampling)
+    norm = float(direction.norm())
+    items: list = [None] * len(prompts)
+    ready = []
+    for index, prompt in enumerate(prompts):
+        try:
+            ids = check_prompt(model, prompt)
+            count = check_max_tokens(model, ids, max_tokens)
+            chosen = None if positions is None else check_positions(positions, len(ids))
+            ready.append((index, prompt, ids, count, chosen))
+        except (ValueError, TypeError) as error:
+            items[index] = error
+    steered_decode = positions is None if decode is None else bool(decode)
+
+    def partial():
+        return Results("steer", tuple(prompts), tuple(items))
+
+    progress.start(len(prompts))
+    done = len(prompts) - len(ready)
+    for start in range(0, len(ready), group):
+        part = ready[start : start + group]
+        sequences = []
+        for _, _, ids, _, chosen in part:
+            edit = (layer, added, None if chosen is None else list(chosen), steered_decode, len(ids))
+            sequences += [(ids, edit), (ids, None)]
+        found = run_chunks(model, sequences, part[0][3], settings, k, None, Within(progress, done, partial))
+        for slot, (index, prompt, ids, _, chosen) in enumerate(part):
+            steered, plain = found[2 * slot], found[2 * slot + 1]
+            if not steered or not plain:
+                items[index] = SteeringError(DID_NOT_FINISH.format(coefficient=coefficient, layer=layer))
+                continue
+            broken = next((i for i, step in enumerate(steered) if not step["logits_usable"]), None)
+            if broken is not None:
+                items[index] = SteeringError(
+                    NOT_FINITE_LOGITS.format(coefficient=coefficient, layer=layer, step=broken, norm=norm)
+                )
+                continue
+            items[index] = SteerResult(
+                layer=layer,
+                coefficient=coefficient,
+                norm=norm,
+                steered=generation_result(model, prompt, ids, steered, None, settings),
+                plain=generation_result(model, prompt, ids, plain, None, settings),
+                positions=chosen,
+                decode=steered_decode,
+            )
+        done += len(part)
+        progress.advance(done, partial)
+    return partial()
 
 
 #: Where a steering vector reads each prompt's stream: its mean over the tokens, or its last token.

@@ -8,6 +8,10 @@ it returns.
 A script asks through `Session` (`session.prompt(...)` is a `Job[PromptResult]`); these
 functions are what the session's worker runs. Results are immutable, hold numpy arrays
 on the CPU, and keep token text as data.
+
+A question that batches (`batches`: ``session.each(prompts)``) is split in three, so that
+one prompt and many run the same code: ``*_plan`` (the checks, before any trace),
+``*_reads`` (inside the prompt's invoke) and ``*_result`` (the result, after).
 """
 
 from .attention import (
@@ -19,7 +23,8 @@ from .attention import (
     run_attention_row,
     run_patterns,
 )
-from .attribution import Attribution, attribute
+from .attribution import Attribution, attribute, attribution_plan, attribution_reads, attribution_result
+from .batches import Results, check_batch, per_prompt, run_each
 from .common import (
     MAX_RESULT_BYTES,
     check_prompt,
@@ -43,15 +48,37 @@ from .generation import (
     Target,
     follow,
     generate,
+    generate_each,
 )
-from .heads import HeadRoles, head_roles, induction_probe
+from .heads import HeadRoles, head_roles, induction_probe, roles_plan, roles_reads, roles_result
 from .kept import KEPT_BYTES, KEPT_PROMPTS, keep_bytes, run_kept_lens, stream_key
-from .lens import LensGrid, lens_window, run_lens
-from .prompt import PromptResult, run_prompt
+from .lens import LensGrid, lens_plan, lens_reads, lens_result, lens_window, run_lens
+from .prompt import PromptResult, prompt_plan, prompt_reads, prompt_result, run_prompt
 from .sites import SITES, AblationDelta, InterventionError
-from .values import ValueSummary, run_value, value_bytes
+from .values import ValueSummary, check_reduce, run_value, value_bytes, vector_plan, vector_reads, vector_result
 
 __all__ = [
+    "check_reduce",
+    "Results",
+    "check_batch",
+    "per_prompt",
+    "run_each",
+    "attribution_plan",
+    "attribution_reads",
+    "attribution_result",
+    "generate_each",
+    "roles_plan",
+    "roles_reads",
+    "roles_result",
+    "lens_plan",
+    "lens_reads",
+    "lens_result",
+    "prompt_plan",
+    "prompt_reads",
+    "prompt_result",
+    "vector_plan",
+    "vector_reads",
+    "vector_result",
     "FLOOR",
     "GENERATE_TOKENS",
     "KEPT_BYTES",

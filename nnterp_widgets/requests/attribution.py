@@ -21,6 +21,8 @@ logits processor's scale.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -270,20 +272,9 @@ def direct_effects(model, answer: int, foil: int | None, split_heads: bool, out:
     out["effects"] = ((rows * gain) @ direction).cpu()
 
 
-def attribute(model, prompt: str, answer, foil=None, position: int = -1) -> Attribution:
-    """One request: the direct effect of every head, MLP and bias on the metric.
-
-    Args:
-        model: the `StandardizedVLLM`.
-        prompt: the prompt (text or token ids).
-        answer: a token's id or one token's text.
-        foil: another token (the metric is then logit(answer) - logit(foil)), or None.
-        position: where the metric is read (the last position by default; negative counts
-            from the end): what the model predicts after that token.
-
-    Returns:
-        An `Attribution` whose parts add up to its metric.
-    """
+def attribution_plan(model, prompt: Any, answer, foil=None, position: int = -1) -> tuple[list[int], tuple, tuple]:
+    """The attribution's checks, before any trace: ``(ids, reads_args, build_args)`` for
+    `attribution_reads` (inside the prompt's invoke) and `attribution_result` (after)."""
     ids = check_prompt(model, prompt)
     if isinstance(position, bool) or not isinstance(position, int) or not -len(ids) <= position < len(ids):
         raise InterventionError(POSITION_RANGE.format(position=position, count=len(ids), last=len(ids) - 1))
@@ -293,11 +284,21 @@ def attribute(model, prompt: str, answer, foil=None, position: int = -1) -> Attr
     if foil_id == answer_id:
         raise InterventionError(SAME_TOKEN.format(text=answer_text))
     reason = heads_reason(model)
+    reads = (answer_id, foil_id, reason is None, position)
+    return ids, reads, (prompt, (answer_id, answer_text), (foil_id, foil_text), reason, position)
+
+
+def attribution_reads(model, answer: int, foil: int | None, split_heads: bool, position: int) -> dict:
+    """Inside the prompt's invoke: the ids and every part's effect (`direct_effects`)."""
+    out = {"input_ids": model.input_ids[0].cpu()}
+    direct_effects(model, answer, foil, split_heads, out, position)
+    return out
+
+
+def attribution_result(model, ids, out: dict, prompt, answer, foil, reason, position: int) -> Attribution:
+    """The `Attribution` from `attribution_reads`' answer."""
+    (answer_id, answer_text), (foil_id, foil_text) = answer, foil
     layers, heads = model.num_layers, model.num_heads
-    with model.trace(ids, temperature=0.0, max_tokens=1):
-        out = dict().save()
-        out["input_ids"] = model.input_ids[0].cpu()
-        direct_effects(model, answer_id, foil_id, reason is None, out, position)
     softcap = getattr(module_of(model.logits_processor), "soft_cap", None)
     metric, capped = float(out["metric"]), float(out["capped"])
     effects = out["effects"].double().numpy()
@@ -327,6 +328,26 @@ def attribute(model, prompt: str, answer, foil=None, position: int = -1) -> Attr
         capped_metric=capped,
         position=len(ids) + position,
     )
+
+
+def attribute(model, prompt: str, answer, foil=None, position: int = -1) -> Attribution:
+    """One request: the direct effect of every head, MLP and bias on the metric.
+
+    Args:
+        model: the `StandardizedVLLM`.
+        prompt: the prompt (text or token ids).
+        answer: a token's id or one token's text.
+        foil: another token (the metric is then logit(answer) - logit(foil)), or None.
+        position: where the metric is read (the last position by default; negative counts
+            from the end): what the model predicts after that token.
+
+    Returns:
+        An `Attribution` whose parts add up to its metric.
+    """
+    ids, reads, build = attribution_plan(model, prompt, answer, foil, position)
+    with model.trace(ids, temperature=0.0, max_tokens=1):
+        out = attribution_reads(model, *reads).save()
+    return attribution_result(model, ids, out, *build)
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:

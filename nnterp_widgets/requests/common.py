@@ -189,12 +189,15 @@ DESCRIBED_KEPT = 8
 
 
 def described(model, tokens: int | None = None) -> tuple:
-    """``model.describe(tokens)``, kept per engine (`_DESCRIBED`)."""
+    """``model.describe(tokens)``, kept per engine (`_DESCRIBED`), the least recently
+    used length dropped first."""
     try:
         kept = _DESCRIBED.setdefault(model, {})
     except TypeError:  # an engine that cannot be weakly referenced: described per call
         return model.describe(tokens)
-    if tokens not in kept:
+    if tokens in kept:
+        kept[tokens] = kept.pop(tokens)  # the newest used stays longest
+    else:
         if len(kept) >= DESCRIBED_KEPT:
             kept.pop(next(iter(kept)))
         kept[tokens] = model.describe(tokens)

@@ -37,7 +37,7 @@ import time
 
 from .common import LENS_K, RequestRefused, Tokens, check_prompt, one_token, texts_of, token_text, tokens_of
 from .lens import LensGrid
-from .progress import NO_PROGRESS, Pace, Progress
+from .progress import NO_PROGRESS, Pace, Progress, Within
 from .tables import cells
 
 #: Tokens a generation writes unless told otherwise.
@@ -498,6 +498,62 @@ def generate(
 
     found = run_chunks(model, [(prompt_ids, None)], max_tokens, settings, k, target_id, progress, result)
     return result(found)
+
+
+#: Prompts a batch's generation decodes together (each one invoke of every chunk's trace).
+GENERATE_GROUP = 32
+
+
+def generate_each(
+    model,
+    prompts: list,
+    max_tokens: Any = GENERATE_TOKENS,
+    *,
+    target: Any = None,
+    k: int = LENS_K,
+    progress: Progress = NO_PROGRESS,
+    group: int = GENERATE_GROUP,
+    **sampling: Any,
+):
+    """`generate` of every prompt, ``group`` prompts decoding together: `Results` of
+    `GenerationResult`, in order. A prompt the engine cannot take (too long for
+    ``max_tokens`` more) gets its error in its slot. ``progress`` counts prompts; a cancel
+    is honoured between any two chunks of tokens."""
+    from .batches import Results
+
+    items: list = [None] * len(prompts)
+    ready = []
+    for index, prompt in enumerate(prompts):
+        try:
+            ids = check_prompt(model, prompt)
+            ready.append((index, prompt, ids, check_max_tokens(model, ids, max_tokens)))
+        except (ValueError, TypeError) as error:
+            items[index] = error
+    followed = resolve_target(model, target)
+    settings = sampling_settings(sampling)
+    target_id = None if followed is None else followed.id
+
+    def partial():
+        return Results("generate", tuple(prompts), tuple(items))
+
+    progress.start(len(prompts))
+    done = len(prompts) - len(ready)
+    for start in range(0, len(ready), group):
+        part = ready[start : start + group]
+        found = run_chunks(
+            model,
+            [(ids, None) for _, _, ids, _ in part],
+            part[0][3],
+            settings,
+            k,
+            target_id,
+            Within(progress, done, partial),
+        )
+        for (index, prompt, ids, _), steps in zip(part, found, strict=True):
+            items[index] = generation_result(model, prompt, ids, steps, followed, settings)
+        done += len(part)
+        progress.advance(done, partial)
+    return partial()
 
 
 def follow(model, prompt: str, target: Any, k: int = 1) -> LensModes:

@@ -17,6 +17,8 @@ sequence of tokens twice (token ids, which every request takes as a prompt).
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,22 +126,38 @@ def induction_probe(model, length: int = 50, seed: int = 0) -> list[int]:
     return half + half
 
 
-def head_roles(model, prompt: str) -> HeadRoles:
-    """One request: every served layer's pattern of ``prompt``, reduced to `HeadRoles`."""
+def roles_plan(model, prompt: Any) -> tuple[list[int], tuple, tuple]:
+    """The head roles' checks, before any trace: ``(ids, reads_args, build_args)`` for
+    `roles_reads` and `roles_result`."""
     ids = check_prompt(model, prompt)
     if len(ids) < 3:
         raise RequestRefused(TOO_SHORT.format(text=prompt, count=len(ids)))
-    layers = pattern_layers(model)
     queries, keys = induction_pairs(ids)
-    with model.trace(ids, temperature=0.0, max_tokens=1):
-        out = dict().save()
-        out["input_ids"] = model.input_ids[0].cpu()
-        for index in layers:
-            out[index] = role_scores(model.layers[index].self_attn.attention_probabilities, queries, keys)
-    grid = np.full((len(ROLES), model.num_layers, model.num_heads), np.nan, dtype=np.float32)
+    return ids, (pattern_layers(model), queries, keys), (prompt,)
+
+
+def roles_reads(model, layers, queries: list[int], keys: list[int]) -> dict:
+    """Inside the prompt's invoke: the ids and each served layer's role scores."""
+    out = {"input_ids": model.input_ids[0].cpu()}
     for index in layers:
+        out[index] = role_scores(model.layers[index].self_attn.attention_probabilities, queries, keys)
+    return out
+
+
+def roles_result(model, ids, out: dict, prompt) -> HeadRoles:
+    """`HeadRoles` from `roles_reads`' answer."""
+    grid = np.full((len(ROLES), model.num_layers, model.num_heads), np.nan, dtype=np.float32)
+    for index in pattern_layers(model):
         grid[:, index, :] = out[index].numpy()
     scores = {role: grid[i] for i, role in enumerate(ROLES)}
     for array in scores.values():
         array.setflags(write=False)
     return HeadRoles(prompt_key(prompt), tokens_of(model, out["input_ids"]), scores)
+
+
+def head_roles(model, prompt: str) -> HeadRoles:
+    """One request: every served layer's pattern of ``prompt``, reduced to `HeadRoles`."""
+    ids, reads, build = roles_plan(model, prompt)
+    with model.trace(ids, temperature=0.0, max_tokens=1):
+        out = roles_reads(model, *reads).save()
+    return roles_result(model, ids, out, *build)

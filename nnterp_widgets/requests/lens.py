@@ -123,6 +123,40 @@ def lens_bytes(layers: int, window: int, k: int = LENS_K) -> int:
     return layers * window * k * (4 + 8)
 
 
+def lens_plan(
+    model,
+    prompt: Any,
+    start: int,
+    stop: int,
+    *,
+    ablate: Sequence = (),
+    k: int = LENS_K,
+    max_bytes: int = MAX_RESULT_BYTES,
+) -> tuple[list[int], tuple, tuple]:
+    """The lens request's checks, before any trace: ``(ids, reads_args, build_args)`` for
+    `lens_reads` (inside the prompt's invoke) and `lens_result` (after)."""
+    ids, heads = checked(model, prompt, ablate)
+    start, stop = lens_window(len(ids), (start, stop))
+    check_size(lens_bytes(model.num_layers, stop - start, int(k)), max_bytes, "narrow the lens window")
+    return ids, (start, stop, int(k), heads), (start,)
+
+
+def lens_reads(model, start: int, stop: int, k: int, heads) -> dict:
+    """Inside the prompt's invoke: the ids, each layer's lens top-k over ``start:stop``
+    (the heads ablated before their layer's reads) and the model's own top-k."""
+    out = {"input_ids": model.input_ids[0].cpu(), "lens": []}
+    for index in range(model.num_layers):
+        ablate_block(model, heads, index)
+        out["lens"].append(top_k(model.project_on_vocab(model.layers[index].layer_output[0, start:stop]), k))
+    out["model_top"] = top_k(model.logits[0, -1], k)
+    return out
+
+
+def lens_result(model, ids, out: dict, start: int) -> LensGrid:
+    """The `LensGrid` from `lens_reads`' answer."""
+    return lens_grid(model, tokens_of(model, out["input_ids"]), out["lens"], out["model_top"], start)
+
+
 def run_lens(
     model,
     prompt: str,
@@ -134,19 +168,10 @@ def run_lens(
     max_bytes: int = MAX_RESULT_BYTES,
 ) -> LensGrid:
     """The lens over positions ``start .. stop - 1`` of ``prompt``: one trace."""
-    ids, heads = checked(model, prompt, ablate)
-    start, stop = lens_window(len(ids), (start, stop))
-    num_layers, k = model.num_layers, int(k)
-    check_size(lens_bytes(num_layers, stop - start, k), max_bytes, "narrow the lens window")
+    ids, reads, build = lens_plan(model, prompt, start, stop, ablate=ablate, k=k, max_bytes=max_bytes)
     with model.trace(ids, temperature=0.0, max_tokens=1):
-        out = dict().save()
-        out["input_ids"] = model.input_ids[0].cpu()
-        out["lens"] = []
-        for index in range(num_layers):
-            ablate_block(model, heads, index)
-            out["lens"].append(top_k(model.project_on_vocab(model.layers[index].layer_output[0, start:stop]), k))
-        out["model_top"] = top_k(model.logits[0, -1], k)
-    return lens_grid(model, tokens_of(model, out["input_ids"]), out["lens"], out["model_top"], start)
+        out = lens_reads(model, *reads).save()
+    return lens_result(model, ids, out, *build)
 
 
 def lens_grid(model, tokens: Tokens, rows: list, model_top: tuple, start: int) -> LensGrid:

@@ -64,3 +64,15 @@ class Pace:
     def took(self, items: int, seconds: float) -> None:
         each = max(seconds, 1e-4) / max(1, items)
         self._size = max(1, min(self._most, int(self._seconds / each)))
+
+
+class Within(Progress):
+    """The progress of one part of a larger request (a group of a batch's prompts): its
+    own steps are not counted, but each is a point where the whole may stop (``outer``
+    hears ``done`` again, with the whole's ``partial``)."""
+
+    def __init__(self, outer: Progress, done: int, partial: Callable[[], Any] | None = None) -> None:
+        self._outer, self._done, self._partial = outer, done, partial
+
+    def advance(self, count: int, partial: Callable[[], Any] | None = None) -> None:
+        self._outer.advance(self._done, self._partial)

@@ -79,6 +79,91 @@ class PromptResult:
         return self.lens.to_pandas()
 
 
+def prompt_plan(
+    model,
+    prompt: Any,
+    *,
+    layer: int | None = None,
+    window: Any = None,
+    ablate: Sequence = (),
+    k: int = LENS_K,
+    max_bytes: int = MAX_RESULT_BYTES,
+    side: int = PATTERN_SIDE,
+    keep: str | None = None,
+) -> tuple[list[int], tuple, tuple]:
+    """The prompt request's checks, before any trace: ``(ids, reads_args, build_args)``
+    for `prompt_reads` (inside the prompt's invoke) and `prompt_result` (after)."""
+    ids, heads = checked(model, prompt, ablate)
+    count = len(ids)
+    start, stop = lens_window(count, window)
+    layers = pattern_layers(model)
+    shown = (layers[0] if layers else None) if layer is None else int(layer)
+    if shown is not None:
+        check_layer(model, shown)
+    k = int(k)
+    block = pattern_block(count, side)
+    check_size(
+        prompt_bytes(model, count, stop - start, k, shown is not None, side, bool(heads)),
+        max_bytes,
+        "shorten the prompt or narrow the lens window",
+    )
+    return ids, (shown, block, start, stop, k, heads, keep), (prompt, heads, start, shown, block)
+
+
+def prompt_bytes(
+    model, count: int, width: int, k: int, pattern: bool, side: int = PATTERN_SIDE, ablated: bool = False
+) -> int:
+    """What one prompt request returns: the lens over ``width`` positions, the ids, the
+    pattern (if ``pattern``) and, ablated, both runs' next-token probabilities."""
+    estimate = lens_bytes(model.num_layers, width, k) + count * 8
+    if pattern:
+        estimate += pattern_bytes(model.num_heads, count, side)
+    if ablated:
+        estimate += 2 * 4 * model.vocab_size
+    return estimate
+
+
+def prompt_reads(model, shown, block: int, start: int, stop: int, k: int, heads, keep) -> dict:
+    """Inside the prompt's invoke: the ids, the shown layer's pattern, each layer's lens
+    over ``start:stop`` (the heads ablated before their layer's reads), the model's top-k;
+    with ``keep``, every layer's stream kept in the worker (`kept`)."""
+    out = {"input_ids": model.input_ids[0].cpu(), "lens": []}
+    streams = []
+    for index in range(model.num_layers):
+        layer_block = model.layers[index]
+        if index == shown:
+            out["pattern"] = pattern_payload(layer_block.self_attn.attention_probabilities, block)
+        ablate_block(model, heads, index)
+        stream = layer_block.layer_output[0]
+        if keep is not None:
+            streams.append(stream)
+        out["lens"].append(top_k(model.project_on_vocab(stream[start:stop]), k))
+    out["model_top"] = top_k(model.logits[0, -1], k)
+    if keep is not None:
+        keep_streams(keep, streams, *model.lens_modules())
+        out["kept"] = keep
+    if heads:
+        out["ablated"] = model.next_token_probs[0].float().cpu()
+    return out
+
+
+def prompt_result(model, ids, found: dict, prompt, heads, start: int, shown, block: int, clean=None) -> PromptResult:
+    """The `PromptResult` from `prompt_reads`' answer (``clean``: the clean run's
+    next-token probabilities where heads were ablated)."""
+    count = len(ids)
+    ablation = ablation_delta(clean, found["ablated"], heads) if heads else None
+    tokens = tokens_of(model, found["input_ids"])  # the ids the check made: the engine was given them
+    lens = lens_grid(model, tokens, found["lens"], found["model_top"], start)
+    num_layers = model.num_layers
+    attention = attention_pattern(tokens, shown, num_layers, found["pattern"], block) if shown is not None else None
+    shapes = {value.id: value.shape for value in described(model, count)}
+    nbytes = lens.top_ids.nbytes + lens.top_probs.nbytes + (attention.nbytes if attention is not None else 0)
+    layers = pattern_layers(model)
+    return PromptResult(
+        prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8), ablation, found.get("kept")
+    )
+
+
 def run_prompt(
     model,
     prompt: str,
@@ -101,53 +186,15 @@ def run_prompt(
     worker keeps every layer's stream of the prompt (`kept`), so that another lens window
     of it needs no forward.
     """
-    ids, heads = checked(model, prompt, ablate)
-    count = len(ids)
-    start, stop = lens_window(count, window)
-    layers = pattern_layers(model)
-    shown = (layers[0] if layers else None) if layer is None else int(layer)
-    if shown is not None:
-        check_layer(model, shown)
-    num_layers, k = model.num_layers, int(k)
-    block = pattern_block(count, side)
-    estimate = lens_bytes(num_layers, stop - start, k) + count * 8
-    if shown is not None:
-        estimate += pattern_bytes(model.num_heads, count, side)
-    if heads:
-        estimate += 2 * 4 * model.vocab_size  # both runs' next-token probabilities
-    check_size(estimate, max_bytes, "shorten the prompt or narrow the lens window")
+    ids, reads_args, build_args = prompt_plan(
+        model, prompt, layer=layer, window=window, ablate=ablate, k=k, max_bytes=max_bytes, side=side, keep=keep
+    )
+    heads = reads_args[5]
     with model.trace(temperature=0.0, max_tokens=1) as tracer:
         out = dict().save()
         with tracer.invoke(ids):  # the prompt (tokenised once, here), with the heads ablated if any
-            out["input_ids"] = model.input_ids[0].cpu()
-            out["lens"] = []
-            streams = []
-            for index in range(num_layers):
-                layer_block = model.layers[index]
-                if index == shown:
-                    out["pattern"] = pattern_payload(layer_block.self_attn.attention_probabilities, block)
-                ablate_block(model, heads, index)
-                stream = layer_block.layer_output[0]
-                if keep is not None:
-                    streams.append(stream)
-                out["lens"].append(top_k(model.project_on_vocab(stream[start:stop]), k))
-            out["model_top"] = top_k(model.logits[0, -1], k)
-            if keep is not None:
-                keep_streams(keep, streams, *model.lens_modules())
-                out["kept"] = keep
-            if heads:
-                out["ablated"] = model.next_token_probs[0].float().cpu()
+            out["found"] = prompt_reads(model, *reads_args)
         if heads:
             with tracer.invoke(ids):  # the clean run: one more invoke, not one more request
                 out["clean"] = model.next_token_probs[0].float().cpu()
-    ablation = ablation_delta(out["clean"], out["ablated"], heads) if heads else None
-    tokens = tokens_of(model, out["input_ids"])  # the ids the check made: the engine was given them
-    lens = lens_grid(model, tokens, out["lens"], out["model_top"], start)
-    attention = attention_pattern(tokens, shown, num_layers, out["pattern"], block) if shown is not None else None
-    shapes = {value.id: value.shape for value in described(model, count)}
-    nbytes = lens.top_ids.nbytes + lens.top_probs.nbytes + (attention.nbytes if attention is not None else 0)
-    kept = out.get("kept")
-    result = PromptResult(
-        prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8), ablation, kept
-    )
-    return result
+    return prompt_result(model, ids, out["found"], *build_args, clean=out.get("clean"))

@@ -159,3 +159,51 @@ def value_bytes(model, value_id: str, tokens: int) -> int:
     description, 4 bytes a number; 0 where its shape is not known)."""
     shape = {value.id: value.shape for value in described(model, tokens)}.get(value_id)
     return int(np.prod(shape)) * 4 if shape else 0
+
+
+#: How a batch reduces a value over a prompt's tokens: its last token's, or their mean.
+REDUCE = ("last", "mean")
+
+
+UNKNOWN_REDUCE = "reduce is how a value becomes one vector per prompt: {choices}; got {reduce!r}"
+
+
+NO_TOKEN_AXIS = "{value} has no token axis to reduce over: ask for it with session.value, one prompt at a time"
+
+
+def check_reduce(reduce: str) -> str:
+    if reduce not in REDUCE:
+        raise RequestRefused(UNKNOWN_REDUCE.format(choices=", ".join(REDUCE), reduce=reduce))
+    return reduce
+
+
+def vector_plan(model, prompt: Any, value_id: str, reduce: str = "last") -> tuple[list[int], tuple, tuple]:
+    """A value reduced to one vector: the checks, before any trace, as ``(ids,
+    reads_args, build_args)`` for `vector_reads` and `vector_result`."""
+    check_reduce(reduce)
+    ids, _ = checked(model, prompt, ())
+    value = {value.id: value for value in described(model)}.get(value_id)
+    if value is None:
+        raise RequestRefused(f"no standard value {value_id!r} on this model")
+    if not value.available:
+        raise RequestRefused(f"{value.standard_path} is not served on this engine: {value.reason}")
+    if value.token_axis is None:
+        raise RequestRefused(NO_TOKEN_AXIS.format(value=value.standard_path))
+    return ids, (value.host(model), value.name, value.token_axis, reduce), ()
+
+
+def vector_reads(model, host, name: str, axis: int, reduce: str) -> dict:
+    """Inside the prompt's invoke: the value at its last token, or its mean over the
+    tokens, as float32 on the CPU (the leading batch axis of 1 dropped)."""
+    value = getattr(host, name).float()
+    reduced = value.select(axis, -1) if reduce == "last" else value.mean(axis)
+    if reduced.dim() > 1 and reduced.shape[0] == 1:
+        reduced = reduced[0]
+    return {"vector": reduced.cpu()}
+
+
+def vector_result(model, ids, out: dict) -> np.ndarray:
+    """The reduced value, a read-only float32 numpy array."""
+    vector = to_numpy(out["vector"], np.float32)
+    vector.setflags(write=False)
+    return vector

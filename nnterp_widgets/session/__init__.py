@@ -9,6 +9,7 @@ What each request computes, and the result types, are in `nnterp_widgets.request
 """
 
 from ..requests import RequestRefused, ResultTooLarge
+from .batch import Batch
 from .job import Job, gather, resolved
 from .kernel_thread import KernelThread
 from .memory import MemoryRefused
@@ -18,6 +19,7 @@ from .worker import Busy, EngineDied, Superseded
 
 __all__ = [
     "IDLE",
+    "Batch",
     "Busy",
     "EngineDied",
     "Job",

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import interventions, requests
 from .engine_log import failure_note, route_engine_logs
+from .batch import Batch
 from .job import Job, resolved
 from .kernel_thread import KernelThread
 from .memory import check_memory, free_bytes
@@ -304,11 +305,22 @@ class Session:
         Returns:
             A `Job` of what ``fn`` returns.
         """
-        return self._submit(lambda engine, job: fn(engine), key=key, what=what)
+        return self.submit(lambda engine, job: fn(engine), key=key, what=what)
 
-    def _submit(self, fn: Callable[[Any, Job], R], *, key: str | None, what: str, progress: bool = False) -> Job[R]:
-        """Queue ``fn(engine, job)``: the job is the request's `Progress` (a chunked request
-        reports to it, and stops at its next chunk once it is cancelled)."""
+    def submit(self, fn: Callable[[Any, Job], R], *, key: str | None, what: str, progress: bool = False) -> Job[R]:
+        """Run ``fn(engine, job)`` on the worker: a request that reports as it goes.
+
+        Args:
+            fn: called with the `StandardizedVLLM` and the request's `Job`, a `Progress`
+                (``job.start(total)``, then ``job.advance(done, partial)`` between chunks,
+                which raises `Stopped` once the job is cancelled).
+            key: as for `request`.
+            what: the request's name, in its progress bar and errors.
+            progress: draw a progress bar.
+
+        Returns:
+            The `Job`.
+        """
         job: Job[R] = Job(what)
         if progress:
             job.show_progress()
@@ -359,7 +371,7 @@ class Session:
                 engine, prompt, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side, keep=keep
             )
 
-        job = self._submit(run, key=key, what="prompt")
+        job = self.submit(run, key=key, what="prompt")
 
         def remember(done: Job) -> None:
             if done.cancelled() or done.exception() is not None:
@@ -548,7 +560,7 @@ class Session:
             if entry in self._cache:
                 self._cache.move_to_end(entry)
                 return resolved(self._cache[entry], what)
-        job = self._submit(lambda engine, job: fn(engine), key=None if key is None else f"{key}:{what}", what=what)
+        job = self.submit(lambda engine, job: fn(engine), key=None if key is None else f"{key}:{what}", what=what)
         job.add_done_callback(
             lambda done: (
                 None if done.cancelled() or done.exception() is not None else self._remember(entry, done.result())
@@ -621,7 +633,7 @@ class Session:
             its progress counts cells, its partial answer holds the rows patched so far.
         """
         clean, corrupted = self._with_bos(clean, bos), self._with_bos(corrupted, bos)
-        return self._submit(
+        return self.submit(
             lambda engine, job: interventions.patch(
                 engine,
                 clean,
@@ -707,7 +719,7 @@ class Session:
             A `Job` of a `GenerationResult`.
         """
         prompt = self._with_bos(prompt, bos)
-        return self._submit(
+        return self.submit(
             lambda engine, job: requests.generate(engine, prompt, max_tokens, target=target, progress=job, **sampling),
             key=key,
             what="generation",
@@ -821,7 +833,7 @@ class Session:
             A `Job` of a `SteerResult` (``steered`` and ``plain``, each a `GenerationResult`).
         """
         prompt = self._with_bos(prompt, bos)
-        return self._submit(
+        return self.submit(
             lambda engine, job: interventions.steer(
                 engine,
                 prompt,
@@ -916,7 +928,7 @@ class Session:
             holds the positions occluded so far (the others NaN).
         """
         prompt = self._with_bos(prompt, bos)
-        return self._submit(
+        return self.submit(
             lambda engine, job: interventions.occlude(engine, prompt, answer, mode, resolution, progress=job),
             key=key,
             what="occlusion",
@@ -957,6 +969,21 @@ class Session:
             return requests.run_patterns(engine, prompt, layers, ablate=heads, max_bytes=limit)
 
         return self.request(run, key=key, what="patterns")
+
+    def each(self, prompts: Any) -> Batch:
+        """The session's questions over many prompts at once: a `Batch`.
+
+        Args:
+            prompts: texts or token id lists (not both): a list, a tuple, a pandas
+                column, or a text file's `pathlib.Path` (a prompt a line, empty lines
+                skipped).
+
+        Returns:
+            A `Batch`: ``each(prompts).prompt(window=1)``, ``.lens``, ``.attribute``,
+            ``.head_roles``, ``.value``, ``.generate``, ``.steer``, each one `Job` of
+            `Results` (one result per prompt, in order; errors in their slots).
+        """
+        return Batch(self, prompts)
 
     def induction_probe(self, length: int = 50, seed: int = 0) -> list[int]:
         """The token ids of a random sequence repeated twice (no engine request): a prompt

@@ -1,0 +1,302 @@
+"""Questions over many prompts at once: `Results`, and the batched driver behind
+``session.each(prompts)``.
+
+A batched request is the single request's own reads, one invoke per prompt, many
+invokes a trace: the engine runs a chunk's prompts as one batch, and each prompt's
+result is built from its reads exactly as the single call builds it::
+
+    results = session.each(prompts).prompt(window=1).result()   # Results of PromptResult
+    results[3]                     # what session.prompt(prompts[3], window=1) gives
+    results.errors                 # {index: the error that prompt got}: the others ran
+    results.to_pandas()            # every result's table, a ``prompt`` column first
+    results.mean()                 # where a mean means something (see `Results.mean`)
+
+A chunk holds as many prompts as fit about two seconds (`Pace`), at most `MOST_PROMPTS`
+and at most what the memory guard lets one request return, so a cancel is honoured
+within a chunk and the partial answer (prompts not reached yet are None) grows chunk by
+chunk.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .common import RequestRefused, prompt_ids
+from .progress import NO_PROGRESS, Pace, Progress
+from .tables import stacked, table
+
+#: Prompts in a batch's first request, and at most in any (vLLM schedules a request's
+#: invokes together; 256 keep a chunk's reads well under the message limit).
+FIRST_PROMPTS = 8
+MOST_PROMPTS = 256
+#: A batched chunk's target length: twice a single request's, since a batch is waited on
+#: as a whole and a larger chunk amortises the request's own cost.
+BATCH_CHUNK_S = 2.0
+
+
+NO_PROMPTS = "the batch has no prompts: give a list of texts or of token id lists"
+
+
+MIXED = "a batch's prompts are all texts or all token id lists; got both"
+
+
+NOT_A_LIST = (
+    "a batch is a list of prompts (texts or token id lists), a pandas column, or a text file's pathlib.Path; got {kind}"
+)
+
+
+COUNTS = "{what} has {got} entries for {count} prompts: give one for each, or one for all"
+
+
+def check_batch(prompts: Any) -> list:
+    """``prompts`` as a list (a pandas Series' values, a tuple, a list, a text file's
+    lines); refused when empty, not a list, or texts mixed with id lists."""
+    if isinstance(prompts, os.PathLike):
+        prompts = [line for line in Path(prompts).read_text().splitlines() if line.strip()]
+    if isinstance(prompts, (str, bytes)) or prompt_ids_or_none(prompts):
+        raise TypeError(NOT_A_LIST.format(kind="one prompt: wrap it in a list"))
+    values = getattr(prompts, "tolist", None)
+    items = list(values()) if callable(values) else list(prompts) if isinstance(prompts, Sequence) else None
+    if items is None:
+        raise TypeError(NOT_A_LIST.format(kind=type(prompts).__name__))
+    if not items:
+        raise RequestRefused(NO_PROMPTS)
+    kinds = {isinstance(item, str) for item in items}
+    if len(kinds) > 1:
+        raise RequestRefused(MIXED)
+    return items
+
+
+def prompt_ids_or_none(value: Any):
+    """The ids of ``value`` if it is one prompt given as ids, else None (never raises)."""
+    try:
+        return prompt_ids(value)
+    except TypeError:
+        return None
+
+
+def per_prompt(values: Any, count: int, what: str) -> list:
+    """One value for each of ``count`` prompts: a list of ``count``, or one for all."""
+    if isinstance(values, (list, tuple)) and not isinstance(values, str):
+        if len(values) != count:
+            raise RequestRefused(COUNTS.format(what=what, got=len(values), count=count))
+        return list(values)
+    return [values] * count
+
+
+@dataclass(frozen=True)
+class Results(Sequence):
+    """One result per prompt of a batch, in the prompts' order.
+
+    ``items[i]`` is what the single request gives for ``prompts[i]``, the error that
+    prompt got (an exception: the others ran), or None where a job's partial answer has
+    not reached it yet. ``kind``: the question (``"prompt"``, ``"attribute"``, ...).
+    """
+
+    kind: str
+    prompts: tuple
+    items: tuple
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index):
+        return self.items[index]
+
+    @property
+    def errors(self) -> dict[int, BaseException]:
+        """``{index: error}`` of the prompts that failed."""
+        return {i: item for i, item in enumerate(self.items) if isinstance(item, BaseException)}
+
+    @property
+    def answered(self) -> list[tuple[int, Any]]:
+        """``[(index, result)]`` of the prompts answered."""
+        return [
+            (i, item) for i, item in enumerate(self.items) if item is not None and not isinstance(item, BaseException)
+        ]
+
+    @property
+    def done(self) -> int:
+        return sum(item is not None for item in self.items)
+
+    def to_pandas(self):
+        """Every answered result's table (its ``to_pandas()``, or one row of numbers), one
+        under another, with a ``prompt`` column (the prompt's index) first."""
+        frames = {i: _frame(item) for i, item in self.answered}
+        if not frames:
+            from .tables import table
+
+            return table({"prompt": []})
+        frame = stacked(frames, "prompt")
+        return frame[["prompt", *[c for c in frame.columns if c != "prompt"]]]
+
+    def mean(self):
+        """The mean over the answered prompts, where one means something: the lens's
+        per-layer top-1 probability and agreement with the model (prompt, lens), each part's
+        effect (attribute), each head's role scores (head_roles, a `HeadRoles`), a value's
+        vector (value)."""
+        mean = MEANS.get(self.kind)
+        if mean is None:
+            raise TypeError(f"a mean of {self.kind} results means nothing here; use to_pandas()")
+        answered = [item for _, item in self.answered]
+        if not answered:
+            raise ValueError("no prompt was answered: nothing to average")
+        return mean(answered)
+
+
+def _frame(item):
+    if hasattr(item, "to_pandas"):
+        return item.to_pandas()
+    from .tables import cells
+
+    vector = np.asarray(item).reshape(-1)
+    return cells({"feature": range(vector.size)}, {"value": vector})
+
+
+MEANS: dict[str, Callable[[list], Any]] = {}
+
+
+def run_each(
+    model,
+    prompts: list,
+    kind: str,
+    prepare: Callable,
+    reads: Callable,
+    build: Callable,
+    progress: Progress = NO_PROGRESS,
+    *,
+    bytes_each: Callable[[list[int]], int] | None = None,
+    max_bytes: int | None = None,
+    most: int = MOST_PROMPTS,
+) -> Results:
+    """Ask one question of every prompt, many prompts a request.
+
+    Args:
+        model: the `StandardizedVLLM`.
+        prompts: the batch (`check_batch`).
+        kind: the question's name (`Results.kind`).
+        prepare: ``prepare(model, index, prompt) -> (ids, reads_args, build_args)``: the
+            single call's checks; what it raises (a `ValueError` or `TypeError`) is that
+            prompt's answer, and the others go on.
+        reads: a module-level function, ``reads(model, *reads_args) -> dict``, run inside
+            the prompt's invoke (nnsight ships it by reference).
+        build: ``build(model, ids, found, *build_args) -> result``, on the client.
+        progress: hears the prompts done after each chunk; its partial answer is the
+            `Results` so far.
+        bytes_each: what one prompt's reads return, to keep a chunk under ``max_bytes``.
+
+    Returns:
+        `Results`, in the prompts' order.
+    """
+    items: list = [None] * len(prompts)
+    ready = []
+    for index, prompt in enumerate(prompts):
+        try:
+            ids, reads_args, build_args = prepare(model, index, prompt)
+        except (ValueError, TypeError) as error:
+            items[index] = error
+            continue
+        ready.append((index, ids, reads_args, build_args))
+    progress.start(len(prompts))
+    done = len(prompts) - len(ready)
+
+    def partial() -> Results:
+        return Results(kind, tuple(prompts), tuple(items))
+
+    if done:
+        progress.advance(done, partial)
+    pace = Pace(first=min(FIRST_PROMPTS, most), most=most, seconds=BATCH_CHUNK_S)
+    start = 0
+    while start < len(ready):
+        size = pace.next()
+        if bytes_each is not None and max_bytes is not None:
+            size = _fitting(ready[start : start + size], bytes_each, max_bytes)
+        part = ready[start : start + size]
+        began = time.perf_counter()
+        found = _batch_trace(model, [(ids, args) for _, ids, args, _ in part], reads)
+        pace.took(len(part), time.perf_counter() - began)
+        for (index, ids, _, build_args), reads_found in zip(part, found, strict=True):
+            try:
+                items[index] = build(model, ids, reads_found, *build_args)
+            except (ValueError, TypeError) as error:
+                items[index] = error
+        start += len(part)
+        done += len(part)
+        progress.advance(done, partial)
+    return partial()
+
+
+def _fitting(part: list, bytes_each: Callable, max_bytes: int) -> int:
+    """How many of ``part``'s prompts one request may return (at least one)."""
+    total = 0
+    for count, (_, ids, _, _) in enumerate(part):
+        total += bytes_each(ids)
+        if total > max_bytes:
+            return max(1, count)
+    return len(part)
+
+
+def _batch_trace(model, plans: list, reads: Callable) -> list:
+    """One request: an invoke per ``(ids, reads_args)`` of ``plans``. Its own frame, so each
+    invoke ships this chunk's plans and nothing of the whole batch."""
+    with model.trace(temperature=0.0, max_tokens=1) as tracer:
+        found = [None] * len(plans)
+        found.save()
+        for index, (ids, args) in enumerate(plans):
+            with tracer.invoke(ids):
+                found[index] = reads(model, *args)
+    return found
+
+
+def _lens_mean(results: list):
+    """Per layer, over the prompts, at each prompt's last lens position: the lens's
+    top-1 probability and how often its top-1 is the model's own prediction."""
+    grids = [getattr(result, "lens", result) for result in results]
+    top = np.stack([grid.top_ids[:, -1, 0] for grid in grids])
+    probability = np.stack([grid.top_probs[:, -1, 0] for grid in grids])
+    said = np.array([grid.model_top_ids[0] for grid in grids])
+    return table(
+        {
+            "layer": np.arange(top.shape[1]),
+            "top1_probability": probability.mean(0),
+            "agrees_with_model": (top == said[:, None]).mean(0),
+        }
+    )
+
+
+def _attribution_mean(results: list):
+    """Each part's mean direct effect over the prompts (`Attribution.to_pandas`'s rows)."""
+    frame = stacked({i: result.to_pandas() for i, result in enumerate(results)}, "prompt")
+    return frame.groupby(["part", "layer", "head"], sort=False)["effect"].mean().reset_index()
+
+
+def _roles_mean(results: list):
+    """A `HeadRoles` of each role's mean score over the prompts (NaN-aware)."""
+    import warnings
+
+    from .common import Tokens
+    from .heads import HeadRoles
+
+    scores = {}
+    for role in results[0].scores:
+        with warnings.catch_warnings():  # a role scored on no prompt stays NaN, quietly
+            warnings.simplefilter("ignore", RuntimeWarning)
+            scores[role] = np.nanmean(np.stack([result.scores[role] for result in results]), axis=0)
+        scores[role].setflags(write=False)
+    return HeadRoles(f"the mean of {len(results)} prompts", Tokens((), ()), scores)
+
+
+def _vector_mean(results: list) -> np.ndarray:
+    return np.stack(results).mean(0)
+
+
+MEANS.update(
+    prompt=_lens_mean, lens=_lens_mean, attribute=_attribution_mean, head_roles=_roles_mean, value=_vector_mean
+)

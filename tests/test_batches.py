@@ -1,0 +1,190 @@
+"""Questions over many prompts (issue 38): ``session.each(prompts)`` on the real engine
+(the tiny qwen2, max_model_len 64). Each prompt's result is what the single call gives;
+many prompts go in one engine request; a bad prompt is answered in its slot and the
+others run; progress counts prompts and a cancel stops at the next chunk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nnterp_widgets.requests import Results, RequestRefused
+from nnterp_widgets.requests.batches import FIRST_PROMPTS
+from nnterp_widgets.requests.progress import Progress, Stopped
+
+PROMPTS = [
+    "The Eiffel Tower is in",
+    "The Colosseum is in the city of",
+    "Paris is the capital of",
+    "A cat sat on the",
+    "The river runs to the sea and",
+    "One two three four five",
+]
+LONG = "word " * 80  # past the engine's 64 tokens
+
+
+@pytest.fixture(scope="module")
+def ids(session):
+    tokenizer = session.tokenizer()
+    return [tokenizer(text)["input_ids"] for text in PROMPTS]
+
+
+def test_each_prompt_is_the_single_prompt_request_in_fewer_engine_requests(session):
+    before = session.engine_requests
+    results = session.each(PROMPTS).prompt(window=1).result(timeout=300)
+    assert session.engine_requests - before < len(PROMPTS) and len(results) == len(PROMPTS)
+    assert isinstance(results, Results) and results.kind == "prompt" and not results.errors
+    for text, got in zip(PROMPTS, results, strict=True):
+        want = session.prompt(text, window=1).result(timeout=120)
+        assert got.tokens == want.tokens and got.prompt == text
+        np.testing.assert_array_equal(got.lens.top_ids, want.lens.top_ids)
+        np.testing.assert_allclose(got.lens.top_probs, want.lens.top_probs, atol=1e-5)
+        np.testing.assert_array_equal(got.attention.quantized, want.attention.quantized)
+    frame = results.to_pandas()
+    assert list(frame.columns[:2]) == ["prompt", "layer"] and set(frame["prompt"]) == set(range(len(PROMPTS)))
+    mean = results.mean()
+    last = (
+        np.stack([r.lens.top_ids[:, -1, 0] for r in results])
+        == np.array([r.lens.model_top_ids[0] for r in results])[:, None]
+    )
+    np.testing.assert_allclose(mean["agrees_with_model"].to_numpy(), last.mean(0))
+    assert mean["agrees_with_model"].iloc[-1] == 1.0  # the last layer's lens is the model
+
+
+def test_a_prompt_the_engine_cannot_take_is_answered_in_its_slot(session, ids):
+    batch = [PROMPTS[0], LONG, PROMPTS[1]]
+    results = session.each(batch).lens(2).result(timeout=300)
+    assert set(results.errors) == {1} and isinstance(results[1], RequestRefused)
+    assert "this engine takes at most 63" in str(results[1])
+    for slot, index in ((0, 0), (2, 1)):
+        count = len(ids[index])
+        want = session.lens(PROMPTS[index], count - 2, count).result(timeout=120)
+        np.testing.assert_array_equal(results[slot].top_ids, want.top_ids)
+        np.testing.assert_allclose(results[slot].top_probs, want.top_probs, atol=1e-5)
+    assert len(results.answered) == 2 and len(results.to_pandas()["prompt"].unique()) == 2
+    # Token id lists are prompts too, used as they are.
+    by_ids = session.each(ids[:2]).lens(1).result(timeout=300)
+    assert [r.tokens.ids for r in by_ids] == [tuple(i) for i in ids[:2]]
+
+
+def test_each_attribution_is_the_single_attribution(session):
+    answers = [" Paris", " Rome", " Paris", " Rome", " ocean", " Paris"]  # ' ocean' is 3 tokens here
+    results = session.each(PROMPTS).attribute(answers, " the").result(timeout=300)
+    assert set(results.errors) == {4} and "the answer ' ocean' is 3 tokens" in str(results[4])
+    for text, answer, got in [(PROMPTS[i], answers[i], results[i]) for i in (0, 1, 2, 3, 5)]:
+        want = session.attribute(text, answer, " the").result(timeout=120)
+        assert got.answer == want.answer and got.foil == want.foil
+        np.testing.assert_allclose(got.heads, want.heads, atol=1e-4)
+        np.testing.assert_allclose(got.metric, want.metric, atol=1e-4)
+    mean = results.mean()
+    heads = mean[mean["part"] == "head"]
+    np.testing.assert_allclose(
+        heads["effect"].to_numpy(), np.mean([r.heads for _, r in results.answered], axis=0).reshape(-1), atol=1e-9
+    )
+    with pytest.raises(RequestRefused, match="answers has 2 entries for 6 prompts"):
+        session.each(PROMPTS).attribute([" Paris", " Rome"])
+
+
+def test_each_head_roles_and_value(session):
+    roles = session.each(PROMPTS).head_roles().result(timeout=300)
+    for text, got in zip(PROMPTS, roles, strict=True):
+        want = session.head_roles(text).result(timeout=120)
+        np.testing.assert_allclose(got.scores["previous"], want.scores["previous"], atol=1e-5)
+    mean = roles.mean()
+    np.testing.assert_allclose(mean.scores["first"], np.mean([r.scores["first"] for r in roles], axis=0), atol=1e-6)
+    assert mean.top("previous", 1)
+    value_id = "model.model.layers.1.layer_output"
+    last = session.each(PROMPTS[:3]).value(value_id, "last").result(timeout=300)
+    means = session.each(PROMPTS[:3]).value(value_id, "mean").result(timeout=300)
+    for text, got_last, got_mean in zip(PROMPTS[:3], last, means, strict=True):
+        whole = session.value(text, value_id, full=True).result(timeout=120).tensor[0].float().numpy()
+        np.testing.assert_allclose(got_last, whole[-1], atol=1e-5)
+        np.testing.assert_allclose(got_mean, whole.mean(0), atol=1e-5)
+    np.testing.assert_allclose(last.mean(), np.mean(list(last), axis=0))
+    with pytest.raises(
+        RequestRefused, match="reduce is how a value becomes one vector per prompt: last, mean; got 'max'"
+    ):
+        session.each(PROMPTS[:1]).value(value_id, "max")
+    unknown = session.each(PROMPTS[:2]).value("model.nothing", "last").result(timeout=60)
+    assert set(unknown.errors) == {0, 1} and "no standard value 'model.nothing'" in str(unknown[0])
+
+
+def test_each_generation_and_steering_are_the_single_calls(session):
+    results = session.each(PROMPTS[:4]).generate(3).result(timeout=300)
+    for text, got in zip(PROMPTS[:4], results, strict=True):
+        want = session.generate(text, 3).result(timeout=120)
+        assert got.generated.ids == want.generated.ids
+    vector = session.steering_vector("Paris is a city in France.", "The river runs to the sea.", 1).result(60)
+    steered = session.each(PROMPTS[:3]).steer(vector, 1, 8.0, 3).result(timeout=300)
+    for text, got in zip(PROMPTS[:3], steered, strict=True):
+        want = session.steer(text, vector, 1, 8.0, 3).result(timeout=120)
+        assert got.steered.generated.ids == want.steered.generated.ids
+        assert got.plain.generated.ids == want.plain.generated.ids
+    assert set(steered.to_pandas()["run"]) == {"steered", "plain"}
+
+
+@pytest.mark.parametrize(
+    "prompts, error, message",
+    [
+        ([], RequestRefused, "the batch has no prompts"),
+        (["The cat", [1, 2, 3]], RequestRefused, "all texts or all token id lists"),
+        ("The cat", TypeError, "one prompt: wrap it in a list"),
+        ([1, 2, 3], TypeError, "one prompt: wrap it in a list"),
+        (42, TypeError, "a batch is a list of prompts"),
+    ],
+)
+def test_a_batch_that_is_not_one_is_refused_saying_what_is(session, prompts, error, message):
+    with pytest.raises(error, match=message):
+        session.each(prompts)
+    assert len(session.each(PROMPTS[:1]).lens().result(timeout=60)) == 1
+
+
+def test_prompts_from_a_text_file_and_a_pandas_column(session, tmp_path):
+    import pandas
+
+    path = tmp_path / "prompts.txt"
+    path.write_text("\n".join(PROMPTS[:3]) + "\n\n")
+    assert session.each(path).prompts == tuple(PROMPTS[:3])
+    assert session.each(pandas.Series(PROMPTS[:2])).prompts == tuple(PROMPTS[:2])
+    frame = session.each(path).lens().result(timeout=120).to_pandas()
+    out = tmp_path / "results.csv"
+    frame.to_csv(out, index=False)
+    assert pandas.read_csv(out)["prompt"].nunique() == 3
+
+
+class StopAfter(Progress):
+    """Stops the request after ``chunks`` chunks, keeping each partial answer."""
+
+    def __init__(self, chunks: int) -> None:
+        self.chunks, self.seen, self.total = chunks, [], None
+
+    def start(self, total: int) -> None:
+        self.total = total
+
+    def advance(self, count: int, partial=None) -> None:
+        self.seen.append((count, partial()))
+        if len(self.seen) >= self.chunks:
+            raise Stopped()
+
+
+def test_progress_counts_prompts_and_a_stop_ends_at_a_chunk(session):
+    from nnterp_widgets.requests import lens_plan, lens_reads, lens_result, run_each
+
+    prompts = PROMPTS * 4
+    heard = StopAfter(1)
+
+    def prepare(model, index, prompt):
+        return lens_plan(model, prompt, 0, 1)
+
+    def run(engine):
+        with pytest.raises(Stopped):
+            run_each(engine, prompts, "lens", prepare, lens_reads, lens_result, heard)
+        return heard
+
+    session.request(run).result(timeout=300)
+    assert heard.total == len(prompts)
+    ((count, partial),) = heard.seen
+    assert count == FIRST_PROMPTS and partial.done == FIRST_PROMPTS  # the first chunk, then the stop
+    assert all(item is None for item in partial.items[FIRST_PROMPTS:])
+    job = session.each(prompts).lens(progress=False)
+    assert len(job.result(timeout=300)) == len(prompts) and job.progress == (len(prompts), len(prompts))
