@@ -24,6 +24,7 @@ BENCHES = [
     "generation",
     "long_work",
     "patterns",
+    "dataset",
 ]
 
 

@@ -250,6 +250,27 @@ def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     return top.values.cpu(), top.indices.cpu()
 
 
+#: Logits one lens product may hold at once: rows of every layer's window are stacked
+#: and projected in pieces of this many bytes (the unembedding's weight read once a
+#: piece, where a product per layer reads it once a layer: 30 times for one row each).
+LENS_PIECE_BYTES = 64 << 20
+
+
+def stacked_top_k(model, rows: list, k: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Inside a trace: the lens's top-k of every layer's ``[window, hidden]`` streams in
+    ``rows``, as `top_k` per layer, from a few stacked products (`LENS_PIECE_BYTES`)."""
+    widths = [row.shape[0] for row in rows]
+    streams = torch.cat(rows)
+    piece = max(1, LENS_PIECE_BYTES // (4 * model.vocab_size))
+    probs, ids = [], []
+    for start in range(0, streams.shape[0], piece):
+        found = top_k(model.project_on_vocab(streams[start : start + piece]), k)
+        probs.append(found[0])
+        ids.append(found[1])
+    probs, ids = torch.cat(probs).split(widths), torch.cat(ids).split(widths)
+    return list(zip(probs, ids, strict=True))
+
+
 def to_numpy(tensor: Any, dtype) -> np.ndarray:
     """A returned tensor as a numpy array, whatever device it came back on."""
     if isinstance(tensor, torch.Tensor):

@@ -33,6 +33,7 @@ from .common import (
     check_size,
     described,
     tokens_of,
+    stacked_top_k,
     top_k,
 )
 from .kept import keep as keep_streams
@@ -127,8 +128,8 @@ def prompt_reads(model, shown, block: int, start: int, stop: int, k: int, heads,
     """Inside the prompt's invoke: the ids, the shown layer's pattern, each layer's lens
     over ``start:stop`` (the heads ablated before their layer's reads), the model's top-k;
     with ``keep``, every layer's stream kept in the worker (`kept`)."""
-    out = {"input_ids": model.input_ids[0].cpu(), "lens": []}
-    streams = []
+    out = {"input_ids": model.input_ids[0].cpu()}
+    streams, windows = [], []
     for index in range(model.num_layers):
         layer_block = model.layers[index]
         if index == shown:
@@ -137,7 +138,8 @@ def prompt_reads(model, shown, block: int, start: int, stop: int, k: int, heads,
         stream = layer_block.layer_output[0]
         if keep is not None:
             streams.append(stream)
-        out["lens"].append(top_k(model.project_on_vocab(stream[start:stop]), k))
+        windows.append(stream[start:stop])
+    out["lens"] = stacked_top_k(model, windows, k)
     out["model_top"] = top_k(model.logits[0, -1], k)
     if keep is not None:
         keep_streams(keep, streams, *model.lens_modules())
