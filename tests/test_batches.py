@@ -188,3 +188,37 @@ def test_progress_counts_prompts_and_a_stop_ends_at_a_chunk(session):
     assert all(item is None for item in partial.items[FIRST_PROMPTS:])
     job = session.each(prompts).lens(progress=False)
     assert len(job.result(timeout=300)) == len(prompts) and job.progress == (len(prompts), len(prompts))
+
+
+def test_the_dataset_view_lists_the_batch_and_opens_a_row_in_the_explorer(session, tmp_path):
+    from nnterp_widgets import DatasetView, Explorer, plot
+
+    markup = "Paris <img src=x onerror=alert(1)> is"
+    prompts = [*PROMPTS[:3], LONG, markup]
+    results = session.each(prompts).prompt(window=1).result(timeout=300)
+    explorer = Explorer(session, prompt=PROMPTS[0])
+    try:
+        view = DatasetView(results, explorer=explorer)
+        rows = view.grid.rows
+        assert [row[0] for row in rows] == list(range(len(prompts))) and rows[4][1] == markup
+        tokenizer = session.tokenizer()
+        for row, item in zip(rows[:3], results[:3], strict=True):
+            assert row[2] == tokenizer.decode([int(item.lens.model_top_ids[0])])
+            assert row[3] == pytest.approx(float(item.lens.model_top_probs[0]))
+        assert rows[3][3] is None and "this engine takes at most 63" in rows[3][4]  # the failed prompt says why
+        assert "1 failed" in view.grid.caption and view.grid.metric == "p(answer)"
+        name, curve = view.table.curve
+        np.testing.assert_allclose(curve, results.mean()["agrees_with_model"].to_numpy())
+        assert list(view.figure.data[0].y) == pytest.approx(list(curve))
+        view.grid.selected = 2  # as a click on the row does
+        assert explorer.prompt_box.value == PROMPTS[2]
+        explorer.wait()
+        page = explorer.to_html(str(tmp_path / "view.html"))
+        assert "Over a dataset" in page and "<img src=x" not in page and "&lt;img src=x" in page
+        alone = view.to_html()
+        assert alone.count("<tr") == len(prompts) + 1 and "plotly" in alone
+    finally:
+        explorer.close()
+    assert plot(results).data[0].type == "scatter"
+    attribution = session.each(PROMPTS[:2]).attribute(" Paris").result(timeout=300)
+    assert DatasetView(attribution).grid.metric == "metric"

@@ -120,3 +120,7 @@ def test_the_tour_makes_its_claims_on_the_tested_prompts():
     assert f"if {tour_claims.TOWER} in route.sources(" in source  # the route from ' Tower'
     assert "graph(threshold=0.04)" in source
     assert f"subject={tour_claims.NOISED}" in source  # causal tracing's noised span
+    for country, capital in tour_claims.CAPITALS.items():  # over a dataset: the same prompts
+        assert f"{country!r}: {capital!r}" in source, country
+    for template in tour_claims.CAPITAL_TEMPLATES:
+        assert repr(template) in source, template

@@ -25,3 +25,25 @@ STEER_NEGATIVE = "Paris is in France. Paris is in France."
 STEER_LAYER = 8
 STEER_COEFFICIENT = 2.0
 STEERED_ANSWER = " Rome"
+
+#: Over a dataset: countries whose capital is one token of the trained model's vocabulary
+#: (with its leading space), each asked in every one of `CAPITAL_TEMPLATES`.
+CAPITALS = {
+    "France": "Paris", "Italy": "Rome", "Germany": "Berlin", "Spain": "Madrid", "England": "London",
+    "Japan": "Tokyo", "Russia": "Moscow", "Egypt": "Cairo", "Greece": "Athens", "Portugal": "Lisbon",
+    "Austria": "Vienna", "Ireland": "Dublin", "Norway": "Oslo", "Sweden": "Stockholm", "Poland": "Warsaw",
+    "Hungary": "Budapest", "Canada": "Ottawa", "China": "Beijing", "India": "Delhi", "Korea": "Seoul",
+    "Peru": "Lima", "Chile": "Santiago", "Cuba": "Havana", "Kenya": "Nairobi", "Australia": "Canberra",
+    "Finland": "Helsinki", "Denmark": "Copenhagen", "Belgium": "Brussels", "Netherlands": "Amsterdam",
+    "Switzerland": "Bern", "Afghanistan": "Kabul", "Iraq": "Baghdad", "Iran": "Tehran", "Syria": "Damascus",
+    "Philippines": "Manila", "Czechia": "Prague", "Scotland": "Edinburgh", "Wales": "Cardiff",
+    "Israel": "Jerusalem", "Tunisia": "Tunis", "Bulgaria": "Sofia", "Jamaica": "Kingston",
+}  # fmt: skip
+CAPITAL_TEMPLATES = [
+    "The capital of {} is",
+    "The capital city of {} is",
+    "{}'s capital is the city of",
+    "The seat of government of {} is in",
+    "Q: What is the capital of {}? A:",
+    "If you fly to the capital of {}, you land in",
+]

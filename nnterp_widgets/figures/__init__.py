@@ -14,6 +14,7 @@ from .attribution import attribution_figure
 from .causal import branch_html, continuations_html, occlusion_figure
 from .common import PLOTLY_CONFIG, escape_token
 from .contributions import contribution_figure, route_picture
+from .dataset import DatasetTable, dataset_figure, dataset_table
 from .generation import generation_lens_figure, lens_mode_figure
 from .lens import lens_figure
 from .patching import pair_figure, patch_figure
@@ -21,6 +22,9 @@ from .plot import plot
 from .tokens import show_token
 
 __all__ = [
+    "DatasetTable",
+    "dataset_figure",
+    "dataset_table",
     "PLOTLY_CONFIG",
     "attention_figure",
     "attribution_figure",

@@ -26,6 +26,7 @@ from .attribution import attribution_figure
 from .causal import branch_html, continuations_html, occlusion_figure
 from .common import PLOTLY_CONFIG
 from .contributions import contribution_figure, route_picture
+from .dataset import DatasetTable, dataset_figure
 from .generation import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .patching import PAIR_NAMES, pair_figure, patch_figure
 from .tokens import show_token
@@ -260,3 +261,22 @@ def patch_section(
         f'<div class="tokens" aria-label="corrupted prompt tokens">corrupted {corrupted}</div>',
     ]
     return section("Activation patching", facts, figures, plotlyjs, tokens)
+
+
+def dataset_section(table: DatasetTable, selected: int = -1, *, plotlyjs: bool = False) -> str:
+    """A batch as HTML: every prompt's row (its text, its answer, the metric; a failed
+    prompt's error as its answer) and the metric over the set (`dataset_figure`)."""
+    lines = []
+    for index, prompt, answer, metric, error in table.rows():
+        mark = ' class="selected"' if index == selected else ""
+        number = "" if metric is None else f"{metric:.4f}"
+        lines.append(
+            f"<tr{mark}><td>{index}</td><td>{escape(prompt)}</td><td>{escape(error or answer)}</td><td>{number}</td></tr>"
+        )
+    answered = sum(error is None for error in table.errors)
+    facts = f"{escape(table.kind)} over {len(table.prompts)} prompts · {answered} answered"
+    listing = (
+        '<table class="dataset"><thead><tr><th>#</th><th>prompt</th><th>answer</th>'
+        f"<th>{escape(table.metric)}</th></tr></thead><tbody>{''.join(lines)}</tbody></table>"
+    )
+    return section("Over a dataset", facts, [("dataset", dataset_figure(table))], plotlyjs, [listing])

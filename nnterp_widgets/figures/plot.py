@@ -26,6 +26,7 @@ from ..requests import (
     LensGrid,
     LensModes,
     PromptResult,
+    Results,
 )
 from .attention import attention_figure
 from .attribution import attribution_figure
@@ -34,6 +35,7 @@ from .contributions import contribution_figure, route_picture
 from .generation import generation_lens_figure, lens_mode_figure
 from .lens import lens_figure
 from .patching import pair_figure, patch_figure
+from .dataset import dataset_figure, dataset_table
 
 
 def _contributions(result: Contributions, threshold: float = THRESHOLD, target: int = -1) -> go.Figure:
@@ -60,6 +62,7 @@ FIGURES: dict[type, Callable[..., go.Figure]] = {
     Attribution: attribution_figure,
     Contributions: _contributions,
     Occlusion: occlusion_figure,
+    Results: lambda result, **options: dataset_figure(dataset_table(result, **options)),
 }
 
 

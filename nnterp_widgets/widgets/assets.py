@@ -29,10 +29,14 @@ POSITION_WINDOW_ESM: Path = JS_DIR / "position_window.js"
 POSITION_WINDOW_CSS: Path = JS_DIR / "position_window.css"
 ATTENTION_TOKENS_ESM: Path = JS_DIR / "attention_tokens.js"
 ATTENTION_TOKENS_CSS: Path = JS_DIR / "attention_tokens.css"
+DATASET_TABLE_ESM: Path = JS_DIR / "dataset_table.js"
+DATASET_TABLE_CSS: Path = JS_DIR / "dataset_table.css"
 
 __all__ = [
     "ATTENTION_TOKENS_CSS",
     "ATTENTION_TOKENS_ESM",
+    "DATASET_TABLE_CSS",
+    "DATASET_TABLE_ESM",
     "JS_DIR",
     "MODULE_TREE_CSS",
     "MODULE_TREE_ESM",

@@ -80,6 +80,7 @@ class Explorer(Asking, widgets.VBox):
         self.generation = GenerationView(self.session, lambda: self.prompt_box.value, key=f"{self._key}-generate")
         # Its own two prompts; asks nothing until "patch" is pressed. Linked by the selection.
         self.patching = PatchPanel(self.session, key=f"{self._key}-patch")
+        self._sections: list = []
         traitlets.link((self, "selected_token"), (self.patching, "selected_token"))
         traitlets.dlink((self.tree, "theme"), (self.patching, "theme"))
         # Asks nothing until "attribute" is pressed; a click on a head shows it in the attention view.
@@ -187,7 +188,13 @@ class Explorer(Asking, widgets.VBox):
 
     def _exported(self) -> tuple:
         """The views that add a section to the HTML export (each its `export_section`), in page order."""
-        return (self.generation, self.patching, *self._tools()[1:])
+        return (self.generation, self.patching, *self._tools()[1:], *self._sections)
+
+    def add_section(self, view: Any) -> None:
+        """Put ``view``'s part of the page (its ``export_section``) in `to_html`'s page,
+        after the tools' (a `DatasetView` linked to this explorer adds itself)."""
+        if view not in self._sections:
+            self._sections.append(view)
 
     def _outline(self, asked: int, prompt: str) -> None:
         """Before the engine is ready: the prompt's tokens and the tree's shapes for them."""
