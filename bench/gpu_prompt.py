@@ -122,6 +122,64 @@ def write(out: Path, meta: dict, rows: list[dict], repeat: int) -> list[str]:
     return lines
 
 
+def generation_floors(session, counts: list[int]) -> dict:
+    """`session.generate` of N tokens against vLLM's own generate and the raw nnsight
+    trace with the lens's one product a step (bench/generation.py's floors), medians of 3."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from generation import PROMPT, raw_trace, vllm_generate
+
+    found = {}
+    for tokens in counts:
+        row = {}
+        for name, fn in (
+            ("vllm_ms", lambda: session.request(vllm_generate(tokens)).result(REQUEST_TIMEOUT_S)),
+            ("raw_ms", lambda: session.request(raw_trace(tokens, lens=False)).result(REQUEST_TIMEOUT_S)),
+            ("floor_ms", lambda: session.request(raw_trace(tokens, lens=True)).result(REQUEST_TIMEOUT_S)),
+            ("generate_ms", lambda: session.generate(PROMPT, tokens, min_tokens=tokens).result(REQUEST_TIMEOUT_S)),
+        ):
+            row[name] = round(median_ms(fn, 3)[0], 1)
+        row["generate_over_floor"] = round(row["generate_ms"] / row["floor_ms"], 2)
+        row["vllm_tokens_per_s"] = round(tokens / row["vllm_ms"] * 1e3, 1)
+        found[tokens] = row
+        print(f"[bench] generation {tokens} tokens: {row}", flush=True)
+    return found
+
+
+def dataset_rows(session, tokenizer, count: int, singles: int) -> dict:
+    """``session.each(prompts).prompt(window=1)`` over ``count`` prompts of about 32 tokens
+    against vLLM's own prefill of the same prompts (``LLM.generate``, ``max_tokens=1``)
+    and ``singles`` single prompt requests (scaled to ``count``)."""
+    words = "the capital of every country in the world has a name that people learn at school".split()
+    prompts = [
+        f"Note {i}: " + " ".join(words[(i + j) % len(words)] for j in range(24)) + " and the answer is"
+        for i in range(count)
+    ]
+    lengths = [len(tokenizer(p)["input_ids"]) for p in prompts]
+
+    def vllm_prefill(engine):
+        from vllm import SamplingParams
+
+        return engine.vllm_entrypoint.generate(prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
+
+    vllm_s = median_ms(lambda: session.request(vllm_prefill).result(600), 3)[0] / 1e3
+    each_s = median_ms(lambda: session.each(prompts).prompt(window=1).result(600), 3)[0] / 1e3
+    start = time.perf_counter()
+    for text in prompts[:singles]:
+        session.prompt(text, window=1).result(REQUEST_TIMEOUT_S)
+    single_s = (time.perf_counter() - start) / singles
+    row = {
+        "prompts": count,
+        "tokens": [min(lengths), max(lengths)],
+        "vllm_prefill_s": round(vllm_s, 2),
+        "each_prompt_s": round(each_s, 2),
+        "share_of_vllm": round(vllm_s / each_s, 2),
+        "single_ms": round(single_s * 1e3, 1),
+        "singles_over_each": round(single_s * count / each_s, 1),
+    }
+    print(f"[bench] dataset: {row}", flush=True)
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -136,6 +194,11 @@ def main(argv: list[str] | None = None) -> int:
         "--chunks", default="", help="also time the sweep at these cells per request (e.g. 128,256), beside the default"
     )
     parser.add_argument("--generate", type=int, default=0, help="also time a generation of this many tokens")
+    parser.add_argument(
+        "--floors", default="", help="generation against its floors at these token counts (e.g. 32,128)"
+    )
+    parser.add_argument("--dataset", type=int, default=0, help="also time session.each over this many prompts")
+    parser.add_argument("--singles", type=int, default=50, help="single requests timed for the dataset's comparison")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -201,6 +264,11 @@ def main(argv: list[str] | None = None) -> int:
             )
             meta["generate_ms"] = {"tokens": args.generate, "median": round(generated, 1)}
             print(f"[bench] generate {args.generate} tokens: {generated:.1f} ms", flush=True)
+        if args.floors:
+            meta["generation"] = generation_floors(session, [int(n) for n in args.floors.split(",") if n])
+        if args.dataset:
+            meta["dataset"] = dataset_rows(session, tokenizer, args.dataset, args.singles)
+            write(out, meta, rows, args.repeat)
         if args.patch:
             clean, corrupted = pair_of(tokenizer, args.patch)
             if args.checkpoint == "trained":
