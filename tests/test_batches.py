@@ -222,3 +222,27 @@ def test_the_dataset_view_lists_the_batch_and_opens_a_row_in_the_explorer(sessio
     assert plot(results).data[0].type == "scatter"
     attribution = session.each(PROMPTS[:2]).attribute(" Paris").result(timeout=300)
     assert DatasetView(attribution).grid.metric == "metric"
+
+
+def test_each_patterns_is_each_prompts_pattern_summary(session):
+    """`each(...).patterns()`: each head's mean row entropy and distance back, what the
+    single call's whole patterns give (`Patterns.stats`), without shipping them."""
+    results = session.each(PROMPTS[:4]).patterns().result(timeout=300)
+    for text, got in zip(PROMPTS[:4], results, strict=True):
+        whole = session.patterns(text).result(timeout=120)
+        want = whole.stats()
+        assert got.layer_ids == whole.layer_ids and got.entropy.shape == (len(whole.layer_ids), whole.values.shape[1])
+        np.testing.assert_allclose(got.entropy, want.entropy, atol=1e-4)
+        np.testing.assert_allclose(got.distance, want.distance, atol=1e-4)
+        # By hand for one head: the mean over queries of -sum p log p, and of sum p (q - k).
+        p = whole.values[0, 0].astype(np.float64)
+        q, k = np.indices(p.shape)
+        np.testing.assert_allclose(
+            got.entropy[0, 0], np.mean(-(p * np.log(np.clip(p, 1e-30, None))).sum(-1)), atol=1e-4
+        )
+        np.testing.assert_allclose(got.distance[0, 0], np.mean((p * np.clip(q - k, 0, None)).sum(-1)), atol=1e-4)
+    mean = results.mean()
+    np.testing.assert_allclose(mean.entropy, np.mean([r.entropy for r in results], axis=0))
+    assert len(results.to_pandas()) == 4 * results[0].entropy.size
+    one = session.each(PROMPTS[:2]).patterns([1]).result(timeout=300)
+    assert one[0].layer_ids == (1,)

@@ -18,6 +18,10 @@ from .attention import (
     PATTERN_SIDE,
     AttentionPattern,
     Patterns,
+    PatternStats,
+    stats_plan,
+    stats_reads,
+    stats_result,
     check_layers,
     run_attention,
     run_attention_row,
@@ -58,6 +62,10 @@ from .sites import SITES, AblationDelta, InterventionError
 from .values import ValueSummary, check_reduce, run_value, value_bytes, vector_plan, vector_reads, vector_result
 
 __all__ = [
+    "PatternStats",
+    "stats_plan",
+    "stats_reads",
+    "stats_result",
     "check_reduce",
     "Results",
     "check_batch",

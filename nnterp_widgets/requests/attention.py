@@ -23,6 +23,7 @@ from .common import (
     RequestRefused,
     Tokens,
     ablate_block,
+    check_prompt,
     checked,
     prompt_key,
     check_size,
@@ -390,6 +391,11 @@ class Patterns:
         """``[heads, queries, keys]`` of layer ``layer``."""
         return self.values[self.layer_ids.index(layer)]
 
+    def stats(self) -> "PatternStats":
+        """Each head's summary over the prompt's queries (`PatternStats`)."""
+        entropy, distance = pattern_stats(torch.from_numpy(np.ascontiguousarray(self.values)))
+        return PatternStats(self.prompt, self.tokens, self.layer_ids, entropy.numpy(), distance.numpy())
+
     def to_pandas(self):
         """One row per (layer, head, query, key): ``weight``, the exact probability
         (``query_token`` / ``key_token`` their texts)."""
@@ -404,6 +410,67 @@ class Patterns:
 def patterns_bytes(layers: int, heads: int, tokens: int) -> int:
     """What `run_patterns` returns: float32 ``[layers, heads, tokens, tokens]``."""
     return layers * heads * tokens * tokens * 4
+
+
+def pattern_stats(probabilities: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[..., heads, queries, keys]`` probabilities -> each head's mean, over the queries,
+    of its row's entropy (nats) and of how far back it looks (the weights' mean distance
+    from the query, in tokens): two ``[..., heads]`` float32 tensors."""
+    p = probabilities.float()
+    count = p.shape[-1]
+    positions = torch.arange(count, device=p.device, dtype=torch.float32)
+    back = (positions[:, None] - positions[None, :]).clamp(min=0)
+    entropy = -(p * torch.log(p.clamp(min=1e-30))).sum(-1).mean(-1)
+    distance = (p * back).sum(-1).mean(-1)
+    return entropy.cpu(), distance.cpu()
+
+
+@dataclass(frozen=True)
+class PatternStats:
+    """Each head's attention summarised over one prompt's queries, for many prompts at
+    once (``session.each(prompts).patterns()``) without shipping every pattern.
+
+    ``entropy`` / ``distance``: float32 ``[layers, heads]`` (layers in the order of
+    ``layer_ids``): the mean over the queries of each row's entropy, in nats (0: all on
+    one key), and of the weights' mean distance back from the query, in tokens (0: on
+    itself; a previous-token head: about 1).
+    """
+
+    prompt: Any
+    tokens: Tokens
+    layer_ids: tuple[int, ...]
+    entropy: np.ndarray
+    distance: np.ndarray
+
+    def to_pandas(self):
+        """One row per (layer, head): ``entropy`` and ``distance``."""
+        heads = np.shape(self.entropy)[1]
+        return cells(
+            {"layer": self.layer_ids, "head": range(heads)}, {"entropy": self.entropy, "distance": self.distance}
+        )
+
+
+def stats_plan(model, prompt: Any, layers: Any = None) -> tuple[list[int], tuple, tuple]:
+    """The pattern summary's checks, before any trace: ``(ids, reads_args, build_args)``."""
+    ids = check_prompt(model, prompt)
+    chosen = check_layers(model, layers)
+    return ids, (chosen,), (prompt, chosen)
+
+
+def stats_reads(model, layers) -> dict:
+    """Inside the prompt's invoke: the ids and each listed layer's `pattern_stats`."""
+    out = {"input_ids": model.input_ids[0].cpu()}
+    last = max(layers, default=-1)
+    for index in range(last + 1):
+        if index in layers:
+            out[index] = pattern_stats(model.layers[index].self_attn.attention_probabilities[0])
+    return out
+
+
+def stats_result(model, ids, out: dict, prompt, layers) -> PatternStats:
+    entropy = np.stack([to_numpy(out[i][0], np.float32) for i in layers]) if layers else np.zeros((0, 0), np.float32)
+    distance = np.stack([to_numpy(out[i][1], np.float32) for i in layers]) if layers else np.zeros((0, 0), np.float32)
+    return PatternStats(prompt_key(prompt), tokens_of(model, out["input_ids"]), tuple(layers), entropy, distance)
 
 
 def check_layers(model, layers: Any) -> tuple[int, ...]:

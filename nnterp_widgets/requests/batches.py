@@ -140,8 +140,8 @@ class Results(Sequence):
     def mean(self):
         """The mean over the answered prompts, where one means something: the lens's
         per-layer top-1 probability and agreement with the model (prompt, lens), each part's
-        effect (attribute), each head's role scores (head_roles, a `HeadRoles`), a value's
-        vector (value)."""
+        effect (attribute), each head's role scores (head_roles, a `HeadRoles`), each head's
+        pattern summary (patterns, a `PatternStats`), a value's vector (value)."""
         mean = MEANS.get(self.kind)
         if mean is None:
             raise TypeError(f"a mean of {self.kind} results means nothing here; use to_pandas()")
@@ -293,10 +293,30 @@ def _roles_mean(results: list):
     return HeadRoles(f"the mean of {len(results)} prompts", Tokens((), ()), scores)
 
 
+def _stats_mean(results: list):
+    """A `PatternStats` of each head's mean entropy and distance over the prompts."""
+    from .attention import PatternStats
+    from .common import Tokens
+
+    first = results[0]
+    return PatternStats(
+        f"the mean of {len(results)} prompts",
+        Tokens((), ()),
+        first.layer_ids,
+        np.mean([r.entropy for r in results], axis=0),
+        np.mean([r.distance for r in results], axis=0),
+    )
+
+
 def _vector_mean(results: list) -> np.ndarray:
     return np.stack(results).mean(0)
 
 
 MEANS.update(
-    prompt=_lens_mean, lens=_lens_mean, attribute=_attribution_mean, head_roles=_roles_mean, value=_vector_mean
+    patterns=_stats_mean,
+    prompt=_lens_mean,
+    lens=_lens_mean,
+    attribute=_attribution_mean,
+    head_roles=_roles_mean,
+    value=_vector_mean,
 )

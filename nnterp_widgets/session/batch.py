@@ -119,6 +119,20 @@ class Batch:
 
         return self._ask("head_roles", prepare, requests.roles_reads, requests.roles_result, key=key, progress=progress)
 
+    def patterns(self, layers: Any = None, *, key: str | None = None, progress: bool = False) -> Job[requests.Results]:
+        """Each head's attention summarised over every prompt (not every pattern): the
+        mean row entropy and how far back it looks, per listed layer (all by default).
+
+        Returns:
+            A `Job` of `Results` of `PatternStats`, each what ``session.patterns(prompt,
+            layers).result().stats()`` gives; ``mean()`` is their mean.
+        """
+
+        def prepare(model, index, prompt):
+            return requests.stats_plan(model, prompt, layers)
+
+        return self._ask("patterns", prepare, requests.stats_reads, requests.stats_result, key=key, progress=progress)
+
     def value(
         self, value_id: str, reduce: str = "last", *, key: str | None = None, progress: bool = False
     ) -> Job[requests.Results]:

@@ -980,7 +980,7 @@ class Session:
 
         Returns:
             A `Batch`: ``each(prompts).prompt(window=1)``, ``.lens``, ``.attribute``,
-            ``.head_roles``, ``.value``, ``.generate``, ``.steer``, each one `Job` of
+            ``.head_roles``, ``.patterns`` (each head's summary), ``.value``, ``.generate``, ``.steer``, each one `Job` of
             `Results` (one result per prompt, in order; errors in their slots).
         """
         return Batch(self, prompts)
