@@ -162,38 +162,53 @@ def steer(
     """
     prompt_ids = check_prompt(model, prompt)
     max_tokens = check_max_tokens(model, prompt_ids, max_tokens)
+    added, coefficient, layer, norm = check_steering(model, vector, coefficient, layer)
+    chosen = None if positions is None else check_positions(positions, len(prompt_ids))
+    decode = positions is None if decode is None else bool(decode)
+    settings = sampling_settings(sampling)
+    facts = (layer, coefficient, norm, chosen, decode, settings)
+
+    def partial(found: list) -> SteerResult:
+        return steer_result(model, prompt, prompt_ids, found, facts, check=False)
+
+    edit = (layer, added, None if chosen is None else list(chosen), decode, len(prompt_ids))
+    found = run_chunks(
+        model, [(prompt_ids, edit), (prompt_ids, None)], max_tokens, settings, k, None, progress, partial
+    )
+    return steer_result(model, prompt, prompt_ids, found, facts)
+
+
+def check_steering(model, vector: Any, coefficient: Any, layer: Any) -> tuple[torch.Tensor, float, int, float]:
+    """``(vector * coefficient, coefficient, layer, the vector's norm)``, each checked."""
     direction = check_vector(model, vector)
     coefficient = check_coefficient(coefficient)
     added = direction * coefficient
     if not torch.isfinite(added).all():
         raise SteeringError(OVERFLOW.format(coefficient=coefficient, norm=float(direction.norm())))
-    layer = check_layer(model, layer)
-    chosen = None if positions is None else check_positions(positions, len(prompt_ids))
-    decode = positions is None if decode is None else bool(decode)
-    settings = sampling_settings(sampling)
-    norm = float(direction.norm())
+    return added, coefficient, check_layer(model, layer), float(direction.norm())
 
-    def result(found: list) -> SteerResult:
-        steered, plain = found
-        return SteerResult(
-            layer=layer,
-            coefficient=coefficient,
-            norm=norm,
-            steered=generation_result(model, prompt, prompt_ids, steered, None, settings),
-            plain=generation_result(model, prompt, prompt_ids, plain, None, settings),
-            positions=chosen,
-            decode=decode,
-        )
 
-    edit = (layer, added, None if chosen is None else list(chosen), decode, len(prompt_ids))
-    found = run_chunks(model, [(prompt_ids, edit), (prompt_ids, None)], max_tokens, settings, k, None, progress, result)
-    out = {"steered": found[0], "plain": found[1]}
-    if not out["steered"] or not out["plain"]:
-        raise SteeringError(DID_NOT_FINISH.format(coefficient=coefficient, layer=layer))
-    for index, step in enumerate(out["steered"]):
-        if not step["logits_usable"]:
-            raise SteeringError(NOT_FINITE_LOGITS.format(coefficient=coefficient, layer=layer, step=index, norm=norm))
-    return result(found)
+def steer_result(model, prompt, ids, found: list, facts: tuple, check: bool = True) -> SteerResult:
+    """The `SteerResult` of the two runs' steps ``found = [steered, plain]``; with
+    ``check``, a `SteeringError` where the steered run broke (its logits not finite or
+    all equal) or did not finish."""
+    layer, coefficient, norm, chosen, decode, settings = facts
+    steered, plain = found
+    if check:
+        if not steered or not plain:
+            raise SteeringError(DID_NOT_FINISH.format(coefficient=coefficient, layer=layer))
+        broken = next((i for i, step in enumerate(steered) if not step["logits_usable"]), None)
+        if broken is not None:
+            raise SteeringError(NOT_FINITE_LOGITS.format(coefficient=coefficient, layer=layer, step=broken, norm=norm))
+    return SteerResult(
+        layer=layer,
+        coefficient=coefficient,
+        norm=norm,
+        steered=generation_result(model, prompt, ids, steered, None, settings),
+        plain=generation_result(model, prompt, ids, plain, None, settings),
+        positions=chosen,
+        decode=decode,
+    )
 
 
 #: Prompts a batch steers together (each two invokes of every chunk's trace: steered, plain).
@@ -219,14 +234,8 @@ def steer_each(
     `Results` of `SteerResult`, in order. The vector, layer and coefficient are checked
     once (bad ones refuse the whole batch); a prompt the engine cannot take gets its error
     in its slot. ``progress`` counts prompts."""
-    direction = check_vector(model, vector)
-    coefficient = check_coefficient(coefficient)
-    added = direction * coefficient
-    if not torch.isfinite(added).all():
-        raise SteeringError(OVERFLOW.format(coefficient=coefficient, norm=float(direction.norm())))
-    layer = check_layer(model, layer)
+    added, coefficient, layer, norm = check_steering(model, vector, coefficient, layer)
     settings = sampling_settings(sampling)
-    norm = float(direction.norm())
     items: list = [None] * len(prompts)
     ready = []
     for index, prompt in enumerate(prompts):
@@ -252,25 +261,11 @@ def steer_each(
             sequences += [(ids, edit), (ids, None)]
         found = run_chunks(model, sequences, part[0][3], settings, k, None, Within(progress, done, partial))
         for slot, (index, prompt, ids, _, chosen) in enumerate(part):
-            steered, plain = found[2 * slot], found[2 * slot + 1]
-            if not steered or not plain:
-                items[index] = SteeringError(DID_NOT_FINISH.format(coefficient=coefficient, layer=layer))
-                continue
-            broken = next((i for i, step in enumerate(steered) if not step["logits_usable"]), None)
-            if broken is not None:
-                items[index] = SteeringError(
-                    NOT_FINITE_LOGITS.format(coefficient=coefficient, layer=layer, step=broken, norm=norm)
-                )
-                continue
-            items[index] = SteerResult(
-                layer=layer,
-                coefficient=coefficient,
-                norm=norm,
-                steered=generation_result(model, prompt, ids, steered, None, settings),
-                plain=generation_result(model, prompt, ids, plain, None, settings),
-                positions=chosen,
-                decode=steered_decode,
-            )
+            facts = (layer, coefficient, norm, chosen, steered_decode, settings)
+            try:
+                items[index] = steer_result(model, prompt, ids, found[2 * slot : 2 * slot + 2], facts)
+            except SteeringError as error:
+                items[index] = error
         done += len(part)
         progress.advance(done, partial)
     return partial()

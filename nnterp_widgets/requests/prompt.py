@@ -166,31 +166,18 @@ def prompt_result(model, ids, found: dict, prompt, heads, start: int, shown, blo
     )
 
 
-def run_prompt(
-    model,
-    prompt: str,
-    *,
-    layer: int | None = None,
-    window: Any = None,
-    ablate: Sequence = (),
-    k: int = LENS_K,
-    max_bytes: int = MAX_RESULT_BYTES,
-    side: int = PATTERN_SIDE,
-    keep: str | None = None,
-) -> PromptResult:
+def run_prompt(model, prompt: Any, **options: Any) -> PromptResult:
     """What the explorer paints first, for ``prompt``: one trace.
 
-    ``layer``: the layer whose pattern comes with it (the first that has one by
-    default; max-pooled to ``side`` cells a side past ``side`` tokens); ``window``: the
+    ``options`` are `prompt_plan`'s. ``layer``: the layer whose pattern comes with it
+    (the first that has one by default; max-pooled to ``side`` cells a side past ``side`` tokens); ``window``: the
     lens's positions (see `lens_window`); ``ablate``: heads ``(layer, head)`` zeroed
     before the reads, and then a second invoke of the same trace runs the prompt clean,
     for the result's ``ablation`` (an `AblationDelta`). ``keep``: a key under which the
     worker keeps every layer's stream of the prompt (`kept`), so that another lens window
     of it needs no forward.
     """
-    ids, reads_args, build_args = prompt_plan(
-        model, prompt, layer=layer, window=window, ablate=ablate, k=k, max_bytes=max_bytes, side=side, keep=keep
-    )
+    ids, reads_args, build_args = prompt_plan(model, prompt, **options)
     heads = reads_args[5]
     with model.trace(temperature=0.0, max_tokens=1) as tracer:
         out = dict().save()

@@ -414,8 +414,7 @@ class Session:
                 ``pattern_side`` tokens); ``(query_start, key_start)``: the exact cells
                 of at most ``side`` queries and keys from there (a zoom).
             side: a zoom window's side, at most ``pattern_side`` (its default).
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of an `AttentionPattern`.
@@ -454,8 +453,7 @@ class Session:
             query: the query's position.
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of a one-row `AttentionPattern` (``query_start`` is ``query``).
@@ -489,8 +487,7 @@ class Session:
             start, stop: the positions ``start .. stop - 1``.
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of a `LensGrid`.
@@ -531,8 +528,7 @@ class Session:
             key: the asker (as for `prompt`).
             ablate: ``(layer, head)`` pairs zeroed in this run.
             full: also the whole value (``tensor``, a CPU torch tensor), memory-guarded.
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of a `ValueSummary` (shape, dtype, statistics and a preview slice).
@@ -625,8 +621,7 @@ class Session:
                 ``"logprob"`` or ``"prob"`` of the answer.
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar (cells patched).
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of a `PatchResult` (its ``effect``: 0 is the corrupted run, 1 the clean);
@@ -662,8 +657,7 @@ class Session:
             first, second: two prompts of the same token count.
             answer, foil: tokens (an id or one token's text) whose logit difference is read.
             key: names the asker (newest wins under it); ``None``: never replaced.
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of a `PairLens`.
@@ -682,8 +676,7 @@ class Session:
             prompt: the prompt's text.
             heads: ``(layer, head)`` pairs.
             key: names the asker (newest wins under it); ``None``: never replaced.
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of an `AblationDelta` (the clean top-k's probabilities in both runs).
@@ -712,8 +705,7 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar.
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of a `GenerationResult`.
@@ -736,8 +728,7 @@ class Session:
             target: the token followed at every layer and position (an id or one
                 token's text), or ``None``.
             key: names the asker (newest wins under it); ``None``: never replaced.
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of `LensModes`.
@@ -758,8 +749,7 @@ class Session:
             position: where the metric is read: the last position by default, or any
                 other (what the model predicts after that token).
             key: names the asker (newest wins under it); ``None``: never replaced.
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of an `Attribution`, whose parts add up to its metric.
@@ -780,8 +770,7 @@ class Session:
             floor: attention shares under it are not returned (at most
                 layers x tokens / floor edges).
             key: names the asker (newest wins under it); ``None``: never replaced.
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of `Contributions`, whose ``graph(threshold)`` keeps the routes to the
@@ -826,8 +815,7 @@ class Session:
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar.
             sampling: vLLM's sampling settings (greedy unless they say otherwise).
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of a `SteerResult` (``steered`` and ``plain``, each a `GenerationResult`).
@@ -920,8 +908,7 @@ class Session:
                 every token alone.
             key: names the asker (newest wins under it); ``None``: never replaced.
             progress: draw a progress bar (positions occluded).
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of an `Occlusion`; its progress counts positions, its partial answer
@@ -951,8 +938,7 @@ class Session:
             layers: the layers (every layer that has a pattern by default).
             key: names the asker (newest wins under it); ``None``: never replaced.
             ablate: ``(layer, head)`` pairs zeroed in this run.
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of `Patterns` (``values``: ``[layers, heads, queries, keys]``). A request
@@ -1006,8 +992,7 @@ class Session:
         Args:
             prompt: the prompt's text.
             key: names the asker (newest wins under it); ``None``: never replaced.
-            bos: ``True`` puts the tokenizer's BOS token first, ``False`` leaves none;
-                ``None``: what the tokenizer does.
+            bos: as for `prompt`.
 
         Returns:
             A `Job` of `HeadRoles`.
