@@ -719,12 +719,12 @@ def test_steer_panel_shows_both_continuations_aligned_and_a_refusal(session, exp
     for text in result.plain.generated.texts:
         assert html.escape(show_token(text)) in page
     assert (DIFFERS in page) == (result.divergence is not None)
-    panel.layer_input.value = 7  # out of range for the tiny model's 2 layers
+    before = session.engine_requests
+    panel.layer_input.text.value = "7"  # out of range for the tiny model's 2 layers: refused in place
     panel.run()
-    with pytest.raises(Exception, match="out of range"):
-        panel.wait(60)
-    assert "⚠" in panel.message.value and panel.output.value == ""
-    panel.layer_input.value = 1
+    assert "⚠ layer 7 is out of range: type a whole number from 0 to 1" in panel.message.value
+    assert session.engine_requests == before  # nothing asked
+    panel.layer_input.text.value = "1"
     panel.run()
     assert panel.wait(120) is not None and "differ" in panel.message.value
 

@@ -21,7 +21,6 @@ message line says why.
 
 from __future__ import annotations
 
-import re
 from functools import partial
 
 import ipywidgets
@@ -32,6 +31,7 @@ from ..requests.attention import PATTERN_SIDE, AttentionPattern
 from ..requests.prompt import PromptResult
 from .attention_text import AttentionText, text_view_state
 from ..figures.attention import GRID_WIDTH, attention_figure, attention_selection, head_grid_figure
+from .integer_box import parse_integer
 from .lifecycle import MAIN, Asking, one_at_a_time
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from ..session import Session, session_of
@@ -51,11 +51,6 @@ DECODE_STEP_PATTERN = PREFILL_PATTERN + ", not of step {step}: a decode step has
 #: around it, about 4 px a cell in the heatmap (the whole pattern side, 512, would be under
 #: 1 px a cell there, no closer than the pooled view).
 ZOOM_SIDE = 64
-
-#: A layer or head as typed: a whole number.
-WHOLE = re.compile(r"-?\d+")
-#: What a box says of anything else.
-NOT_WHOLE = "{name} {text!r}: type a whole number"
 
 
 class AttentionView(Asking, PlotPanel):
@@ -431,11 +426,13 @@ class AttentionView(Asking, PlotPanel):
         text = str(change["new"]).strip()
         if text == str(getattr(self, name)):
             return
-        if not WHOLE.fullmatch(text):
-            self.message.value = NOT_WHOLE.format(name=name, text=text)
+        try:
+            number = parse_integer(text, name)
+        except ValueError as error:
+            self.message.value = str(error)
             self._sync_inputs()
             return
-        setattr(self, name, int(text))  # validated: a refused value puts the box back
+        setattr(self, name, number)  # validated: a refused value puts the box back
 
     def _on_view_change(self, change) -> None:
         self._sync_inputs()

@@ -24,6 +24,7 @@ from .assets import STEP_SLIDER_CSS, STEP_SLIDER_ESM
 from ..figures.causal import branch_html
 from ..figures.html import branch_section, generation_section
 from ..figures.generation import STEP_AXIS, generation_lens_figure, lens_mode_figure
+from .integer_box import IntegerBox
 from .job_bar import JobBar
 from .lifecycle import MAIN, Asking, close_all, one_at_a_time
 from .plot_panel import FigureSlot, apply_theme, clicked, show_figure
@@ -87,12 +88,7 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.asked_target: Any = None  # the target the shown (or coming) generation follows
         self._init_asking()
         # The label as wide as its word, so the box holds six digits.
-        self.tokens_input = ipywidgets.IntText(
-            value=GENERATE_TOKENS,
-            description="tokens",
-            style={"description_width": "initial"},
-            layout=ipywidgets.Layout(width="150px"),
-        )
+        self.tokens_input = IntegerBox(GENERATE_TOKENS, minimum=1, description="tokens")
         self.generate_button = ipywidgets.Button(description="generate", tooltip="generate this many tokens")
         self.step_slider = StepSlider()
         self.message = ipywidgets.Label("")
@@ -110,7 +106,7 @@ class GenerationView(Asking, ipywidgets.VBox):
         self.branch_output = ipywidgets.HTML("")
         self.branch_result = None
         self.branch_button.on_click(lambda button: self.branch(self.branch_picker.value))
-        self.generate_button.on_click(lambda button: self.generate(self.tokens_input.value))
+        self.generate_button.on_click(lambda button: self._generate_typed())
         self.step_slider.observe(one_at_a_time(self._on_step), "value")
         self._themed: str | None = None  # the theme the figure has
         self.observe(lambda change: self._theme_figure(), "theme")
@@ -172,6 +168,13 @@ class GenerationView(Asking, ipywidgets.VBox):
         if self.branch_result is not None:
             parts.append(branch_section(self.branch_result))
         return "\n".join(parts)
+
+    def _generate_typed(self) -> None:
+        """The generate button: the typed count, or nothing asked while the box refuses it."""
+        if not self.tokens_input.valid:
+            self.message.value = f"⚠ {self.tokens_input.refusal}"
+            return
+        self.generate(self.tokens_input.value)
 
     @one_at_a_time
     def follow(self, target: Any, again: bool = False) -> None:

@@ -17,19 +17,32 @@ from ..interventions import SteerResult
 from ..session import Job, resolved
 from ..figures.causal import continuations_html
 from ..figures.html import steering_section
+from .integer_box import IntegerBox
 from .lifecycle import MAIN, one_at_a_time
 from .plot_panel import PlotPanel
 from .tool_view import ToolView
 
 __all__ = ["SteerPanel"]
 
-DEFAULT_POSITIVE = "I love this. It is wonderful and beautiful."
-DEFAULT_NEGATIVE = "I hate this. It is awful and ugly."
+#: The defaults teach: on the default model (SmolLM2-135M, 30 layers) this pair at
+#: layers[8], times 2, turns "The Eiffel Tower is in the city of" toward " Rome" (the tour's
+#: claim, tested in tests/test_trained_model.py).
+DEFAULT_POSITIVE = "Rome is in Italy. Rome is in Italy."
+DEFAULT_NEGATIVE = "Paris is in France. Paris is in France."
+DEFAULT_COEFFICIENT = 2.0
+#: The default layer's depth in the model: layers[8] of 30.
+DEFAULT_DEPTH = 8 / 30
+DEFAULTS_SAY = (
+    "defaults: Rome minus Paris at about a quarter of the layers, ×2: on the default model this steers "
+    "'The Eiffel Tower is in the city of' toward ' Rome'"
+)
 
 
 class SteerPanel(ToolView, PlotPanel):
-    """``SteerPanel(session, prompt, layer=..., coefficient=4.0)``: ``prompt`` is the text
-    to continue, or a function returning it (the explorer's prompt box)."""
+    """``SteerPanel(session, prompt, layer=None, coefficient=2.0)``: ``prompt`` is the text
+    to continue, or a function returning it (the explorer's prompt box); ``layer=None``
+    takes about a quarter of the model's layers (layers[8] of the default model's 30),
+    once the session knows them."""
 
     _asks_for = "steered generation"
 
@@ -38,10 +51,20 @@ class SteerPanel(ToolView, PlotPanel):
     _run_label = "steer"
     _run_tooltip = "generate with and without the vector"
 
-    _options = {"layer": 0, "coefficient": 4.0}
+    _options = {"layer": None, "coefficient": DEFAULT_COEFFICIENT}
 
     def _connect(self) -> None:
         self.children = (*self.children, self.output)
+        self.message.value = DEFAULTS_SAY
+        self.session.on_described(self._know_layers)
+
+    def _know_layers(self) -> None:
+        """The layer box's range, and its default where the caller gave none (and nobody typed)."""
+        layers = 1 + max((value.layer for value in self.session.describe() if value.layer is not None), default=0)
+        untouched = self.layer_input.value == 0 and self.layer_input.text.value.strip() == "0"
+        if self._defaults["layer"] is None and untouched:
+            self.layer_input.value = min(layers - 1, round(layers * DEFAULT_DEPTH))
+        self.layer_input.set_range(0, layers - 1)
 
     @property
     def result(self) -> SteerResult | None:
@@ -60,25 +83,11 @@ class SteerPanel(ToolView, PlotPanel):
         self.negative_box = ipywidgets.Text(
             DEFAULT_NEGATIVE, description="negative", layout=ipywidgets.Layout(width="48%")
         )
-        self.layer_input = ipywidgets.BoundedIntText(
-            value=layer,
-            min=0,
-            max=10_000,
-            description="layer",
-            style={"description_width": "initial"},  # the box holds its five digits
-            layout=ipywidgets.Layout(width="150px"),
-        )
+        self.layer_input = IntegerBox(0 if layer is None else layer, minimum=0, description="layer")
         self.coefficient_slider = ipywidgets.FloatSlider(
             value=coefficient, min=-16.0, max=16.0, step=0.5, description="coefficient", continuous_update=False
         )
-        self.tokens_input = ipywidgets.BoundedIntText(
-            value=8,
-            min=1,
-            max=256,
-            description="tokens",
-            style={"description_width": "initial"},
-            layout=ipywidgets.Layout(width="150px"),
-        )
+        self.tokens_input = IntegerBox(8, minimum=1, maximum=256, description="tokens")
         return [
             ipywidgets.HBox([self.positive_box, self.negative_box]),
             ipywidgets.HBox([self.layer_input, self.coefficient_slider, self.tokens_input, self.run_button]),
@@ -90,6 +99,10 @@ class SteerPanel(ToolView, PlotPanel):
     @one_at_a_time
     def run(self) -> None:
         """Ask for the vector (when its prompts or layer changed), then both continuations."""
+        refused = next((box.refusal for box in (self.layer_input, self.tokens_input) if not box.valid), "")
+        if refused:
+            self.message.value = f"⚠ {refused}"  # nothing asked: the box says what it takes
+            return
         self.output.value = ""  # no stale continuations under a new request
         self.message.value = "… steering"
         self._ask(self._steered, self._landed, partial=self._landed)
