@@ -632,6 +632,11 @@ def test_attribution_panel_draws_the_sessions_attribution_and_links_the_head(ses
     np.testing.assert_allclose(heatmap_matrix(panel.figure.data[0]), shown.heads.astype(np.float32), rtol=1e-6)
     np.testing.assert_allclose(heatmap_matrix(panel.figure.data[1])[:, 0], shown.mlps.astype(np.float32), rtol=1e-6)
     assert "logit(' Paris')" in panel.status_label.value
+    # "Largest" is by size, and its sign is said: the head of largest |effect|, toward or against.
+    (layer, head), effect = shown.top_heads(1)[0]
+    assert abs(effect) == np.abs(shown.heads).max()
+    said = f"layers[{layer}] head {head}, {effect:+.3f} ({'toward' if effect > 0 else 'against'} the answer)"
+    assert "largest effect (by size)" in panel.status_label.value and said in panel.status_label.value
     # A click on a head selects it, outlines it, and the attention view shows it.
     from plotly.callbacks import Points
 

@@ -20,6 +20,7 @@ from ..figures.html import attribution_section
 from .lifecycle import one_at_a_time
 from .tool_view import ToolView
 from .plot_panel import FigureSlot, PlotPanel, clicked
+from .token_box import TokenBox
 
 __all__ = ["AttributionPanel"]
 
@@ -50,8 +51,8 @@ class AttributionPanel(ToolView, PlotPanel):
 
     def _controls(self) -> list:
         answer, foil = self._defaults["answer"], self._defaults["foil"]
-        self.answer_box = ipywidgets.Text(value=answer, description="answer", layout=ipywidgets.Layout(width="220px"))
-        self.foil_box = ipywidgets.Text(value=foil, description="foil", layout=ipywidgets.Layout(width="220px"))
+        self.answer_box = TokenBox(self.session, answer, description="answer")
+        self.foil_box = TokenBox(self.session, foil, description="foil")
         return [ipywidgets.HBox([self.answer_box, self.foil_box, self.run_button])]
 
     def export_section(self, selected_token: int = -1) -> str:
@@ -70,7 +71,12 @@ class AttributionPanel(ToolView, PlotPanel):
         self.attribution = attribution
         self._render()
         (top, effect), *_ = attribution.top_heads(1) or [((None, None), 0.0)]
-        best = f" · largest head: layers[{top[0]}] head {top[1]} ({effect:+.3f})" if top[0] is not None else ""
+        toward = "toward the answer" if effect > 0 else "against the answer"
+        best = (
+            f" · the head of largest effect (by size): layers[{top[0]}] head {top[1]}, {effect:+.3f} ({toward})"
+            if top[0] is not None
+            else ""
+        )
         note = f" · {attribution.note}" if attribution.note else ""
         self.set_status("idle", f"{attribution.metric_label} = {attribution.metric:.4f}{best}{note}")
 

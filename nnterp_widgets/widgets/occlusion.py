@@ -18,6 +18,7 @@ from ..figures.html import occlusion_section
 from .lifecycle import one_at_a_time
 from .tool_view import ToolView
 from .plot_panel import FigureSlot, PlotPanel, clicked
+from .token_box import TokenBox
 
 __all__ = ["OcclusionPanel"]
 
@@ -40,9 +41,7 @@ class OcclusionPanel(ToolView, PlotPanel):
         self.measure_picker.observe(one_at_a_time(lambda change: self._render()), "value")
 
     def _controls(self) -> list:
-        self.answer_box = ipywidgets.Text(
-            value=self._defaults["answer"], description="answer", layout=ipywidgets.Layout(width="220px")
-        )
+        self.answer_box = TokenBox(self.session, self._defaults["answer"], description="answer")
         self.mode_picker = ipywidgets.Dropdown(options=list(MODES), value=MODES[0], description="occlude by")
         self.measure_picker = ipywidgets.Dropdown(options=["logit", "probability"], value="logit", description="show Δ")
         return [ipywidgets.HBox([self.answer_box, self.mode_picker, self.measure_picker, self.run_button])]

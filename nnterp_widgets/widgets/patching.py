@@ -31,6 +31,7 @@ from ..figures.common import selection_shapes
 from ..figures.html import patch_section
 from ..figures.patching import PAIR_NAMES, pair_figure, patch_figure
 from .plot_panel import FigureSlot, PlotPanel, clicked, row
+from .token_box import TokenBox
 
 __all__ = ["DEFAULT_PAIR", "PatchPanel"]
 
@@ -83,8 +84,8 @@ class PatchPanel(ToolView, PlotPanel):
         self._pair_inputs: tuple | None = None  # what ``pair`` was asked for
         self.clean_box = _box(clean, "clean", "48%")
         self.corrupted_box = _box(corrupted, "corrupted", "48%")
-        self.answer_box = _box(answer, "answer", "220px")
-        self.foil_box = _box(foil, "foil", "220px")
+        self.answer_box = TokenBox(self.session, answer, description="answer")
+        self.foil_box = TokenBox(self.session, foil, description="foil")
         self.site_picker = ipywidgets.Dropdown(options=list(SITES), value=site, description="site")
         return [
             ipywidgets.HBox([self.clean_box, self.corrupted_box]),
