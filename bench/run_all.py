@@ -25,6 +25,7 @@ BENCHES = [
     "long_work",
     "patterns",
     "dataset",
+    "attribution_profile",
 ]
 
 
