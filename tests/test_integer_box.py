@@ -97,3 +97,14 @@ def test_the_steering_tab_opens_on_defaults_that_work_and_refuses_a_layer_past_t
     chosen = SteerPanel(FakeSession(), lambda: "x", layer=3)
     assert chosen.layer_input.value == 3  # a caller's layer is kept
     chosen.close()
+
+
+def test_a_new_generation_takes_the_old_branch_away():
+    session = FakeSession()
+    view = GenerationView(session, lambda: "The capital of France is")
+    try:
+        view.branch_output.value, view.branch_result = "<table>old branch</table>", object()
+        view.generate(3)
+        assert view.branch_output.value == "" and view.branch_result is None and session.asked == ["generate 3"]
+    finally:
+        view.close()

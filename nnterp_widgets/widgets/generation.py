@@ -133,6 +133,8 @@ class GenerationView(Asking, ipywidgets.VBox):
         """Ask for ``max_tokens`` tokens after the prompt (following ``target``); shown when it lands."""
         self.asked_target = self.target
         self.message.value = f"… generating {max_tokens} tokens"
+        # A branch belongs to the generation it branched: gone with it, not left under a new one.
+        self.branch_output.value, self.branch_result = "", None
         self._ask(
             lambda: self.session.generate(self._prompt(), max_tokens=max_tokens, target=self.target, key=self.key),
             self._generated,
