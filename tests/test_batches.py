@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nnterp_widgets.requests import Results, RequestRefused
+from nnterp_widgets.requests import MAX_RESULT_BYTES, Results, RequestRefused
 from nnterp_widgets.requests.batches import FIRST_PROMPTS
 from nnterp_widgets.requests.progress import Progress, Stopped
 
@@ -30,9 +30,8 @@ def ids(session):
 
 
 def test_each_prompt_is_the_single_prompt_request_in_fewer_engine_requests(session):
-    before = session.engine_requests
     results = session.each(PROMPTS).prompt(window=1).result(timeout=300)
-    assert session.engine_requests - before < len(PROMPTS) and len(results) == len(PROMPTS)
+    assert 1 <= results.requests < len(PROMPTS) and len(results) == len(PROMPTS)
     assert isinstance(results, Results) and results.kind == "prompt" and not results.errors
     for text, got in zip(PROMPTS, results, strict=True):
         want = session.prompt(text, window=1).result(timeout=120)
@@ -246,3 +245,21 @@ def test_each_patterns_is_each_prompts_pattern_summary(session):
     assert len(results.to_pandas()) == 4 * results[0].entropy.size
     one = session.each(PROMPTS[:2]).patterns([1]).result(timeout=300)
     assert one[0].layer_ids == (1,)
+
+
+def test_a_chunk_returns_no_more_than_one_request_may_carry(session):
+    """The batch sizes its chunks by what each prompt's answer weighs (`prompt_bytes`):
+    under a small result limit, fewer prompts a request, the same answers."""
+    from nnterp_widgets.requests import LENS_K, prompt_bytes
+
+    engine = session._engine()
+    weights = [prompt_bytes(engine, len(session.tokens(text)), 1, LENS_K, True) for text in PROMPTS]
+    whole = session.each(PROMPTS).prompt(window=1).result(timeout=300)
+    session.max_result_bytes = max(weights)  # each prompt fits alone; the six together do not
+    try:
+        cut = session.each(PROMPTS).prompt(window=1).result(timeout=300)
+        assert not cut.errors and cut.requests >= sum(weights) / max(weights) > whole.requests
+    finally:
+        session.max_result_bytes = MAX_RESULT_BYTES
+    for a, b in zip(whole, cut, strict=True):
+        np.testing.assert_array_equal(a.lens.top_ids, b.lens.top_ids)

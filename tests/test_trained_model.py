@@ -273,8 +273,8 @@ def test_causal_tracing_restores_the_fact_at_the_subject_early_and_the_last_posi
 
 def test_over_capitals_the_lens_names_the_capital_only_at_the_end_and_late_heads_write_it(trained_session):
     """Tour, over a dataset: on 252 capital-city prompts (one batch a question), the lens's
-    top-1 at the last position is the capital in no layer of the first nine tenths and in
-    a good part of the prompts at the last layer; the heads of largest mean direct effect
+    top-1 at the last position is the capital in no layer but the last two and in a good
+    part of the prompts at the last layer; the heads of largest mean direct effect
     on logit(capital) are all in the last quarter of the layers (what training puts
     there: a random model names no capital)."""
     countries = tour_claims.CAPITALS
@@ -285,7 +285,7 @@ def test_over_capitals_the_lens_names_the_capital_only_at_the_end_and_late_heads
     top1 = lens.to_pandas().query("rank == 0")
     accuracy = (top1["text"] == top1["prompt"].map(answers.__getitem__)).groupby(top1["layer"]).mean()
     layers = len(accuracy)
-    assert accuracy.iloc[: layers * 9 // 10].max() < 0.05
+    assert accuracy.iloc[:-2].max() < 0.05
     assert accuracy.iloc[-1] > 0.25
     parts = trained_session.each(prompts).attribute(answers).result(timeout=900).mean()
     strongest = parts[parts["part"] == "head"].nlargest(5, "effect")

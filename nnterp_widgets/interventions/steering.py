@@ -28,11 +28,12 @@ from ..requests.generation import (
     check_max_tokens,
     generation_result,
     run_chunks,
+    run_groups,
     sampling_settings,
 )
 from ..requests.common import LENS_K, check_prompt
 from ..requests.batches import Results
-from ..requests.progress import NO_PROGRESS, Progress, Within
+from ..requests.progress import NO_PROGRESS, Progress
 from ..requests.sites import LAYER_OUT_OF_RANGE, check_positions
 from ..requests.tables import stacked
 
@@ -236,39 +237,19 @@ def steer_each(
     in its slot. ``progress`` counts prompts."""
     added, coefficient, layer, norm = check_steering(model, vector, coefficient, layer)
     settings = sampling_settings(sampling)
-    items: list = [None] * len(prompts)
-    ready = []
-    for index, prompt in enumerate(prompts):
-        try:
-            ids = check_prompt(model, prompt)
-            count = check_max_tokens(model, ids, max_tokens)
-            chosen = None if positions is None else check_positions(positions, len(ids))
-            ready.append((index, prompt, ids, count, chosen))
-        except (ValueError, TypeError) as error:
-            items[index] = error
     steered_decode = positions is None if decode is None else bool(decode)
 
-    def partial():
-        return Results("steer", tuple(prompts), tuple(items))
+    def plan(ids):
+        return None if positions is None else check_positions(positions, len(ids))
 
-    progress.start(len(prompts))
-    done = len(prompts) - len(ready)
-    for start in range(0, len(ready), group):
-        part = ready[start : start + group]
-        sequences = []
-        for _, _, ids, _, chosen in part:
-            edit = (layer, added, None if chosen is None else list(chosen), steered_decode, len(ids))
-            sequences += [(ids, edit), (ids, None)]
-        found = run_chunks(model, sequences, part[0][3], settings, k, None, Within(progress, done, partial))
-        for slot, (index, prompt, ids, _, chosen) in enumerate(part):
-            facts = (layer, coefficient, norm, chosen, steered_decode, settings)
-            try:
-                items[index] = steer_result(model, prompt, ids, found[2 * slot : 2 * slot + 2], facts)
-            except SteeringError as error:
-                items[index] = error
-        done += len(part)
-        progress.advance(done, partial)
-    return partial()
+    def sequences(ids, chosen):
+        edit = (layer, added, None if chosen is None else list(chosen), steered_decode, len(ids))
+        return [(ids, edit), (ids, None)]
+
+    def build(prompt, ids, chosen, found):
+        return steer_result(model, prompt, ids, found, (layer, coefficient, norm, chosen, steered_decode, settings))
+
+    return run_groups(model, prompts, "steer", plan, sequences, build, max_tokens, settings, progress, k=k, group=group)
 
 
 #: Where a steering vector reads each prompt's stream: its mean over the tokens, or its last token.

@@ -30,6 +30,7 @@ from .attention import (
 from .attribution import Attribution, attribute, attribution_plan, attribution_reads, attribution_result
 from .batches import Results, check_batch, per_prompt, run_each
 from .common import (
+    LENS_K,
     MAX_RESULT_BYTES,
     check_prompt,
     prompt_ids,
@@ -56,12 +57,15 @@ from .generation import (
 )
 from .heads import HeadRoles, head_roles, induction_probe, roles_plan, roles_reads, roles_result
 from .kept import KEPT_BYTES, KEPT_PROMPTS, keep_bytes, run_kept_lens, stream_key
-from .lens import LensGrid, lens_plan, lens_reads, lens_result, lens_window, run_lens
-from .prompt import PromptResult, prompt_plan, prompt_reads, prompt_result, run_prompt
+from .lens import LensGrid, lens_bytes, lens_plan, lens_reads, lens_result, lens_window, run_lens
+from .prompt import PromptResult, prompt_bytes, prompt_plan, prompt_reads, prompt_result, run_prompt
 from .sites import SITES, AblationDelta, InterventionError
 from .values import ValueSummary, check_reduce, run_value, value_bytes, vector_plan, vector_reads, vector_result
 
 __all__ = [
+    "LENS_K",
+    "lens_bytes",
+    "prompt_bytes",
     "PatternStats",
     "stats_plan",
     "stats_reads",

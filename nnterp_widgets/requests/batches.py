@@ -97,12 +97,16 @@ class Results(Sequence):
 
     ``items[i]`` is what the single request gives for ``prompts[i]``, the error that
     prompt got (an exception: the others ran), or None where a job's partial answer has
-    not reached it yet. ``kind``: the question (``"prompt"``, ``"attribute"``, ...).
+    not reached it yet. ``kind``: the question (``"prompt"``, ``"attribute"``, ...);
+    ``requests``: the engine requests (traces) it took (a generation or steering batch
+    does not count its own: 0).
     """
 
     kind: str
     prompts: tuple
     items: tuple
+    #: Engine requests (traces) the batch took.
+    requests: int = 0
 
     def __len__(self) -> int:
         return len(self.items)
@@ -172,7 +176,7 @@ def run_each(
     build: Callable,
     progress: Progress = NO_PROGRESS,
     *,
-    bytes_each: Callable[[list[int]], int] | None = None,
+    bytes_each: Callable[[Any, list[int]], int] | None = None,
     max_bytes: int | None = None,
     most: int = MOST_PROMPTS,
 ) -> Results:
@@ -190,7 +194,8 @@ def run_each(
         build: ``build(model, ids, found, *build_args) -> result``, on the client.
         progress: hears the prompts done after each chunk; its partial answer is the
             `Results` so far.
-        bytes_each: what one prompt's reads return, to keep a chunk under ``max_bytes``.
+        bytes_each: ``bytes_each(model, ids)``, what one prompt's reads return, to keep a
+            chunk's answer under ``max_bytes``.
 
     Returns:
         `Results`, in the prompts' order.
@@ -206,9 +211,10 @@ def run_each(
         ready.append((index, ids, reads_args, build_args))
     progress.start(len(prompts))
     done = len(prompts) - len(ready)
+    requests = 0
 
     def partial() -> Results:
-        return Results(kind, tuple(prompts), tuple(items))
+        return Results(kind, tuple(prompts), tuple(items), requests)
 
     if done:
         progress.advance(done, partial)
@@ -217,10 +223,11 @@ def run_each(
     while start < len(ready):
         size = pace.next()
         if bytes_each is not None and max_bytes is not None:
-            size = _fitting(ready[start : start + size], bytes_each, max_bytes)
+            size = _fitting(model, ready[start : start + size], bytes_each, max_bytes)
         part = ready[start : start + size]
         began = time.perf_counter()
         found = _batch_trace(model, [(ids, args) for _, ids, args, _ in part], reads)
+        requests += 1
         pace.took(len(part), time.perf_counter() - began)
         for (index, ids, _, build_args), reads_found in zip(part, found, strict=True):
             try:
@@ -233,11 +240,11 @@ def run_each(
     return partial()
 
 
-def _fitting(part: list, bytes_each: Callable, max_bytes: int) -> int:
+def _fitting(model, part: list, bytes_each: Callable, max_bytes: int) -> int:
     """How many of ``part``'s prompts one request may return (at least one)."""
     total = 0
     for count, (_, ids, _, _) in enumerate(part):
-        total += bytes_each(ids)
+        total += bytes_each(model, ids)
         if total > max_bytes:
             return max(1, count)
     return len(part)

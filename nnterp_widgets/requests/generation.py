@@ -28,7 +28,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -504,6 +504,64 @@ def generate(
 GENERATE_GROUP = 32
 
 
+def run_groups(
+    model,
+    prompts: list,
+    kind: str,
+    plan: Callable,
+    sequences: Callable,
+    build: Callable,
+    max_tokens: Any,
+    settings: dict,
+    progress: Progress = NO_PROGRESS,
+    *,
+    k: int = LENS_K,
+    target_id: int | None = None,
+    group: int = GENERATE_GROUP,
+):
+    """Generation over many prompts, ``group`` prompts decoding together (their sequences
+    the invokes of `run_chunks`): `Results` in the prompts' order.
+
+    ``plan(ids) -> extra``: a prompt's own checks (what it raises is its slot's answer);
+    ``sequences(ids, extra)``: its ``(ids, added)`` sequences; ``build(prompt, ids, extra,
+    found)``: its result from those sequences' steps (a `ValueError` it raises is its
+    slot's answer). ``progress`` counts prompts; a cancel is honoured between any two
+    chunks of tokens."""
+    from .batches import Results
+
+    items: list = [None] * len(prompts)
+    ready = []
+    for index, prompt in enumerate(prompts):
+        try:
+            ids = check_prompt(model, prompt)
+            check_max_tokens(model, ids, max_tokens)
+            ready.append((index, prompt, ids, plan(ids)))
+        except (ValueError, TypeError) as error:
+            items[index] = error
+
+    def partial():
+        return Results(kind, tuple(prompts), tuple(items))
+
+    progress.start(len(prompts))
+    done = len(prompts) - len(ready)
+    for start in range(0, len(ready), group):
+        part = ready[start : start + group]
+        spans, runs = [], []
+        for _, _, ids, extra in part:
+            own = sequences(ids, extra)
+            spans.append((len(runs), len(runs) + len(own)))
+            runs += own
+        found = run_chunks(model, runs, int(max_tokens), settings, k, target_id, Within(progress, done, partial))
+        for (index, prompt, ids, extra), (first, last) in zip(part, spans, strict=True):
+            try:
+                items[index] = build(prompt, ids, extra, found[first:last])
+            except ValueError as error:
+                items[index] = error
+        done += len(part)
+        progress.advance(done, partial)
+    return partial()
+
+
 def generate_each(
     model,
     prompts: list,
@@ -516,44 +574,28 @@ def generate_each(
     **sampling: Any,
 ):
     """`generate` of every prompt, ``group`` prompts decoding together: `Results` of
-    `GenerationResult`, in order. A prompt the engine cannot take (too long for
-    ``max_tokens`` more) gets its error in its slot. ``progress`` counts prompts; a cancel
-    is honoured between any two chunks of tokens."""
-    from .batches import Results
-
-    items: list = [None] * len(prompts)
-    ready = []
-    for index, prompt in enumerate(prompts):
-        try:
-            ids = check_prompt(model, prompt)
-            ready.append((index, prompt, ids, check_max_tokens(model, ids, max_tokens)))
-        except (ValueError, TypeError) as error:
-            items[index] = error
+    `GenerationResult`, in order (`run_groups`). A prompt the engine cannot take (too long
+    for ``max_tokens`` more) gets its error in its slot."""
     followed = resolve_target(model, target)
     settings = sampling_settings(sampling)
-    target_id = None if followed is None else followed.id
 
-    def partial():
-        return Results("generate", tuple(prompts), tuple(items))
+    def build(prompt, ids, extra, found):
+        return generation_result(model, prompt, ids, found[0], followed, settings)
 
-    progress.start(len(prompts))
-    done = len(prompts) - len(ready)
-    for start in range(0, len(ready), group):
-        part = ready[start : start + group]
-        found = run_chunks(
-            model,
-            [(ids, None) for _, _, ids, _ in part],
-            part[0][3],
-            settings,
-            k,
-            target_id,
-            Within(progress, done, partial),
-        )
-        for (index, prompt, ids, _), steps in zip(part, found, strict=True):
-            items[index] = generation_result(model, prompt, ids, steps, followed, settings)
-        done += len(part)
-        progress.advance(done, partial)
-    return partial()
+    return run_groups(
+        model,
+        prompts,
+        "generate",
+        lambda ids: None,
+        lambda ids, extra: [(ids, None)],
+        build,
+        max_tokens,
+        settings,
+        progress,
+        k=k,
+        target_id=None if followed is None else followed.id,
+        group=group,
+    )
 
 
 def follow(model, prompt: str, target: Any, k: int = 1) -> LensModes:

@@ -66,7 +66,19 @@ class Batch:
         def prepare(model, index, prompt):
             return requests.prompt_plan(model, prompt, layer=layer, window=window, max_bytes=limit)
 
-        return self._ask("prompt", prepare, requests.prompt_reads, requests.prompt_result, key=key, progress=progress)
+        def bytes_each(model, ids):
+            start, stop = requests.lens_window(len(ids), window)
+            return requests.prompt_bytes(model, len(ids), stop - start, requests.LENS_K, True)
+
+        return self._ask(
+            "prompt",
+            prepare,
+            requests.prompt_reads,
+            requests.prompt_result,
+            key=key,
+            progress=progress,
+            bytes_each=bytes_each,
+        )
 
     def lens(self, width: int = 1, *, key: str | None = None, progress: bool = False) -> Job[requests.Results]:
         """`Session.lens` over the last ``width`` positions of every prompt.
@@ -77,10 +89,21 @@ class Batch:
         limit = self._session.max_result_bytes
 
         def prepare(model, index, prompt):
-            count = len(requests.check_prompt(model, prompt))
-            return requests.lens_plan(model, prompt, max(0, count - int(width)), count, max_bytes=limit)
+            ids = requests.check_prompt(model, prompt)  # tokenised once: the plan takes the ids
+            return requests.lens_plan(model, ids, max(0, len(ids) - int(width)), len(ids), max_bytes=limit)
 
-        return self._ask("lens", prepare, requests.lens_reads, requests.lens_result, key=key, progress=progress)
+        def bytes_each(model, ids):
+            return requests.lens_bytes(model.num_layers, min(int(width), len(ids)), requests.LENS_K)
+
+        return self._ask(
+            "lens",
+            prepare,
+            requests.lens_reads,
+            requests.lens_result,
+            key=key,
+            progress=progress,
+            bytes_each=bytes_each,
+        )
 
     def attribute(
         self, answers, foils=None, *, position: int = -1, key: str | None = None, progress: bool = False
