@@ -79,6 +79,84 @@ def _raw_forward(text: str):
     return run
 
 
+def _peak_raw(text: str):
+    """The raw forward, with the GPU memory allocated in the worker before it and at its peak."""
+
+    def run(engine):
+        import torch
+
+        with engine.trace(text, temperature=0.0, max_tokens=1):
+            out = dict().save()
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            out["before"] = torch.cuda.memory_allocated()
+            out["logits"] = engine.logits[0, -1].argmax().item()
+            torch.cuda.synchronize()
+            out["peak"] = torch.cuda.max_memory_allocated()
+        return out
+
+    return run
+
+
+def _peak_pattern(text: str, layer: int, block: int, rows_bytes: int | None = None):
+    """The shipped pattern's recomputation (`pattern_payload`, as the prompt request runs
+    it, ``rows_bytes`` of rows at a time), with the GPU memory allocated in the worker
+    before it and at its peak, and its time on the worker."""
+
+    def run(engine):
+        import time
+
+        import torch
+
+        from nnterp_widgets.requests.attention import pattern_payload
+
+        with engine.trace(text, temperature=0.0, max_tokens=1):
+            out = dict().save()
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            out["before"] = torch.cuda.memory_allocated()
+            attention = engine.layers[layer].self_attn
+            queries, keys = attention.attention_queries, attention.attention_keys
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            out["pattern"] = pattern_payload(attention, queries, keys, block, rows_bytes=rows_bytes)
+            torch.cuda.synchronize()
+            out["ms"] = (time.perf_counter() - start) * 1e3
+            out["peak"] = torch.cuda.max_memory_allocated()
+        return out
+
+    return run
+
+
+#: The row blocks timed beside the default (`ROWS_BYTES`): what a block's size costs.
+ROWS_BYTES_TRIED = (64 * 2**20, 1024 * 2**20, 4096 * 2**20)
+
+
+def peak_row(session, text: str, layer: int) -> dict:
+    """What the shipped pattern adds to the forward's peak GPU memory (the worker's
+    allocator) against the raw forward's own peak (issue 39's 2 GB bound), and the
+    pattern's time on the worker at the default row block and at `ROWS_BYTES_TRIED`."""
+    from nnterp_widgets.requests.attention import ROWS_BYTES, pattern_block
+
+    tokens = len(session.tokens(text))
+    raw = session.request(_peak_raw(text), key="peak").result(600)
+    found = {"raw_peak_over_start_mb": round((raw["peak"] - raw["before"]) / 2**20, 1)}
+    for rows_bytes in (None, *ROWS_BYTES_TRIED):
+        name = "" if rows_bytes is None else f"_{rows_bytes // 2**20}mb"
+        try:
+            runs = [
+                session.request(_peak_pattern(text, layer, pattern_block(tokens), rows_bytes), key="peak").result(600)
+                for _ in range(3)
+            ]
+        except Exception as error:  # noqa: BLE001 - a block too large for the GPU is a result
+            found[f"pattern{name}_error"] = repr(error)[:200]
+            continue
+        found[f"pattern{name}_ms"] = round(sorted(run["ms"] for run in runs)[1], 1)
+        found[f"pattern{name}_over_raw_mb"] = round((runs[-1]["peak"] - raw["peak"]) / 2**20, 1)
+    found["rows_bytes_default_mb"] = ROWS_BYTES // 2**20
+    return found
+
+
 def median_ms(fn, repeat: int) -> tuple[float, list[float]]:
     fn()  # warm-up (first use of a length compiles/allocates)
     samples = []
@@ -98,12 +176,12 @@ def write(out: Path, meta: dict, rows: list[dict], repeat: int) -> list[str]:
         f"median of {repeat} after one warm-up; engine start {meta['engine_start_s']} s; "
         f"targets: 512 tokens under {TARGET_MS_512} ms, 4,096 under {TARGET_RATIO_4096}x the raw forward",
         "",
-        "| tokens | raw forward ms | prompt request ms | ratio | MB returned | zoom ms | note |",
-        "|---|---|---|---|---|---|---|",
+        "| tokens | raw forward ms | prompt request ms | ratio | MB returned | zoom ms | row ms | pattern ms (worker) | pattern MB over raw peak | note |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         if "error" in row:
-            lines.append(f"| {row['tokens']} | | | | | | {row['error'].replace('|', '/')} |")
+            lines.append(f"| {row['tokens']} | | | | | | | | | {row['error'].replace('|', '/')} |")
             continue
         note = ""
         if row["tokens"] == 512:
@@ -112,14 +190,40 @@ def write(out: Path, meta: dict, rows: list[dict], repeat: int) -> list[str]:
             note = "target met" if row["ratio"] < TARGET_RATIO_4096 else "over the 3x target"
         lines.append(
             f"| {row['tokens']} | {row['raw_ms']} | {row['prompt_ms']} | {row['ratio']} | "
-            f"{row.get('returned_mb', '')} | {row.get('zoom_ms', '')} | {note} |"
+            f"{row.get('returned_mb', '')} | {row.get('zoom_ms', '')} | {row.get('row_ms', '')} | "
+            f"{row.get('pattern_ms', '')} | {row.get('pattern_over_raw_mb', '')} | {note} |"
         )
-    for extra in ("generate_ms", "patch", *[key for key in meta if key.startswith("patch_chunk_")]):
+    for extra in (
+        "generate_ms",
+        "patch",
+        "guard",
+        "generation",
+        "dataset",
+        *[key for key in meta if key.startswith("patch_chunk_")],
+    ):
         if extra in meta:
             lines.append(f"\n{extra}: {meta[extra]}")
     (out / f"gpu_prompt_{meta.get('name', 'qwen2_0.5b')}.md").write_text("\n".join(lines) + "\n")
     (out / "gpu_prompt.md").write_text("\n".join(lines) + "\n")
     return lines
+
+
+def guard_row(session, text: str) -> dict:
+    """The memory guard on the GPU: every layer's whole pattern of the longest prompt
+    (`Session.patterns`, three copies of ``heads x tokens²`` floats a layer) is refused
+    before it runs, saying what fits; the engine serves the next request."""
+    from nnterp_widgets.session.memory import free_bytes
+
+    start = time.perf_counter()
+    try:
+        session.patterns(text).result(600)
+        row = {"refused": False}
+    except Exception as error:  # noqa: BLE001 - the refusal is the result
+        row = {"refused": type(error).__name__, "message": str(error)[:400]}
+    row.update(seconds=round(time.perf_counter() - start, 2), free_gb=round((free_bytes() or 0) / 1e9, 1))
+    row["next_request_tokens"] = len(session.prompt("The capital of France is").result(REQUEST_TIMEOUT_S).tokens)
+    print(f"[bench] guard: {row}", flush=True)
+    return row
 
 
 def generation_floors(session, counts: list[int]) -> dict:
@@ -199,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--dataset", type=int, default=0, help="also time session.each over this many prompts")
     parser.add_argument("--singles", type=int, default=50, help="single requests timed for the dataset's comparison")
+    parser.add_argument("--peak", action="store_true", help="also the GPU memory the shipped pattern adds")
+    parser.add_argument("--guard", action="store_true", help="also the memory guard on the longest prompt")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -245,6 +351,11 @@ def main(argv: list[str] | None = None) -> int:
                         REQUEST_TIMEOUT_S
                     )
                     row.update(zoom_ms=round((time.perf_counter() - start) * 1e3, 1))
+                    start = time.perf_counter()
+                    session.attention_row(text, results[-1].attention.layer, tokens - 1).result(REQUEST_TIMEOUT_S)
+                    row.update(row_ms=round((time.perf_counter() - start) * 1e3, 1))
+                    if args.peak:
+                        row.update(peak_row(session, text, results[-1].attention.layer))
                 row.update(
                     raw_ms=round(raw, 1),
                     prompt_ms=round(probe, 1),
@@ -257,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             write(out, meta, rows, args.repeat)
             print(f"[bench] {tokens} tokens: {row}", flush=True)
+        if args.guard:
+            meta["guard"] = guard_row(session, prompt_of(tokenizer, lengths[-1]))
         if args.generate:
             text = "The capital of France is"
             generated, samples = median_ms(

@@ -17,9 +17,9 @@ from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.requests.common import RequestRefused, ResultTooLarge
 from nnterp_widgets.session import Superseded
-from nnterp_widgets.requests.attention import QUANT, THUMBNAIL_SIDE, mean_pool
+from nnterp_widgets.requests.attention import QUANT
 from nnterp_widgets.requests.common import MAX_RESULT_BYTES
-from nnterp_widgets.requests.attention import pattern_bytes, pattern_payload
+from nnterp_widgets.requests.attention import pattern_bytes
 from reference import hf_model, reference_attention, reference_values
 from traces import trace_values
 
@@ -151,26 +151,6 @@ def test_quantised_patterns_match_transformers(session, result):
         session.attention(PROMPT, 7).result(timeout=60)
 
 
-def test_thumbnails_pool_like_the_grid():
-    probabilities = torch.softmax(torch.randn(1, 3, 150, 150, generator=torch.Generator().manual_seed(0)), dim=-1)
-    quantized, thumbnails = pattern_payload(probabilities)
-    assert quantized.dtype == torch.uint8 and thumbnails.shape == (3, 50, 50)
-    for head in range(3):
-        want = probabilities[0, head].numpy()
-        assert np.abs(quantized[head].numpy() / QUANT - want).max() <= 0.5 / QUANT + 1e-7
-        np.testing.assert_allclose(thumbnails[head].numpy(), mean_pool(want, THUMBNAIL_SIDE), atol=1e-6)
-
-
-def test_pooled_payload_is_the_block_maximum():
-    probabilities = torch.softmax(torch.randn(1, 2, 11, 11, generator=torch.Generator().manual_seed(1)), dim=-1)
-    quantized, _ = pattern_payload(probabilities, block=3)
-    assert quantized.shape == (2, 4, 4)  # the last block of a side holds the 2 tokens left
-    want = _max_pool(probabilities[0].numpy(), 3)
-    assert np.abs(quantized.numpy() / QUANT - want).max() <= 0.5 / QUANT + 1e-7
-    window, _ = pattern_payload(probabilities, window=(2, 6, 5, 11))
-    np.testing.assert_array_equal(window.numpy(), np.rint(probabilities[0, :, 2:6, 5:11].numpy() * QUANT))
-
-
 def test_layer_switch_is_one_request_and_cached(session):
     session.prompt(LONGER, key="switch").result(timeout=120)
     before = session.engine_requests
@@ -289,6 +269,46 @@ def test_an_attention_row_is_one_querys_exact_weights_over_every_key(small_side)
     with pytest.raises(RequestRefused, match="outside"):
         session.attention_row(LONGER, 1, count, key="row").result(timeout=60)
     assert session.attention_row(LONGER, 1, 0, key="row").result(timeout=120).exact  # still serving
+
+
+def test_a_pattern_computed_a_few_rows_at_a_time_is_the_same_pattern(small_side, monkeypatch):
+    """With the row blocks forced to one pooling block of rows (as at 32,768 tokens, where
+    a layer's whole pattern would not fit), the pooled pattern, a zoom, a token's row and
+    the thumbnails are transformers' pattern pooled, cut and averaged as before."""
+    from nnterp_widgets.engine import probability_rows
+    from nnterp_widgets.requests import attention as attention_requests
+
+    session = small_side
+    if not session._engine().in_process:
+        pytest.skip("the row blocks are set in the worker's module, in this process only on the CPU")
+    monkeypatch.setattr(attention_requests, "ROWS_BYTES", 1)
+    blocks = []
+
+    def counted(attention, queries, keys, start, stop):
+        blocks.append(stop - start)
+        return probability_rows(attention, queries, keys, start, stop)
+
+    monkeypatch.setattr(attention_requests, "probability_rows", counted)
+    exact = reference_attention(str(checkpoint("qwen2")), "qwen2", LONGER)[("attention_probabilities", 1)][0]
+    exact = exact.cpu().numpy()
+    count = exact.shape[-1]
+    block = -(-count // SMALL_SIDE)
+
+    def ask(engine):
+        return (
+            attention_requests.run_attention(engine, LONGER, 1, side=SMALL_SIDE),
+            attention_requests.run_attention(engine, LONGER, 1, window=(2, 1), side=SMALL_SIDE),
+            attention_requests.run_attention_row(engine, LONGER, 1, count - 2),
+        )
+
+    pooled, window, row = session.request(ask, key="rows").result(timeout=120)
+    assert pooled.block == block > 1
+    # Three requests, each a block of rows at a time: a pooling block, then single rows.
+    assert blocks == [block] * -(-count // block) + [1] * (2 * count)
+    np.testing.assert_allclose(pooled.pattern, _max_pool(exact, block), atol=1 / QUANT)
+    np.testing.assert_allclose(pooled.thumbnails, exact, atol=1e-5)
+    np.testing.assert_allclose(window.pattern, exact[:, 2 : 2 + SMALL_SIDE, 1 : 1 + SMALL_SIDE], atol=1 / QUANT)
+    np.testing.assert_allclose(row.pattern[:, 0], exact[:, count - 2], atol=1 / QUANT)
 
 
 def test_bytes_grow_at_most_linearly_past_the_side(session):
@@ -476,7 +496,9 @@ def test_a_prompt_that_would_not_fit_in_memory_is_refused_before_it_runs(session
     engine = session._worker.engine
     text = LONGER + " again"  # a prompt no other test asked for: nothing of it is cached
     tokens = len(session.tokens(text))
-    need = request_bytes(engine, tokens, patterns=1)
+    from nnterp_widgets.engine.platform import on_cpu
+
+    need = request_bytes(engine, tokens, row_blocks=1, forward=on_cpu())
     session.memory_limit = need  # under the estimate once the headroom is kept
     try:
         with pytest.raises(MemoryRefused, match=r"Shorten the prompt to about \d+ tokens"):

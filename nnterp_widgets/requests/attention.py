@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from ..engine import probability_rows
 from .common import (
     MAX_RESULT_BYTES,
     RequestRefused,
@@ -275,31 +276,77 @@ def check_window(tokens: int, window) -> tuple[int, int]:
     return query, key
 
 
+#: Bytes one block of a pattern's rows may take while it is recomputed: a pattern is
+#: computed, pooled and quantised this many bytes of rows at a time, so no layer's
+#: whole ``[heads, tokens, tokens]`` is ever held (4 GB a layer at 16,384 tokens on an
+#: 8B shape's 32 heads; 128 GB at 32,768 for the scores and their softmax).
+ROWS_BYTES = 256 * 2**20
+
+
+def rows_at_once(heads: int, tokens: int, block: int = 1, rows_bytes: int | None = None) -> int:
+    """How many query rows one block of a pattern's recomputation takes: as many as fit
+    ``rows_bytes`` (default `ROWS_BYTES`), a whole number of pooling ``block`` s (at
+    least one)."""
+    rows = max(1, (ROWS_BYTES if rows_bytes is None else rows_bytes) // (4 * heads * max(1, tokens)))
+    return max(block, rows // block * block)
+
+
 def pattern_payload(
-    probabilities: torch.Tensor, block: int = 1, window: tuple | None = None
+    attention,
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    block: int = 1,
+    window: tuple | None = None,
+    rows_bytes: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[1, heads, q, k]`` probabilities -> (uint8 ``round(p * 255)`` cells, pooled thumbnails), on the CPU.
+    """A layer's pattern as shipped, from its ``attention_queries`` and ``attention_keys``
+    (read in the trace; ``attention`` is the block's envoy): (uint8 ``round(p * 255)``
+    cells, pooled thumbnails), on the CPU.
 
     The cells: every one (``block == 1``), each ``block``-token square's maximum, or the
-    exact ones in ``window`` ``(q0, q1, k0, k1)``; pooled and cut on the engine's device,
-    so only what is shipped leaves it.
+    exact ones in ``window`` ``(q0, q1, k0, k1)``. The probabilities are recomputed
+    `rows_at_once` rows at a time (``rows_bytes`` of them; default `ROWS_BYTES`) and each
+    block pooled and cut on the engine's device before the next, so only what is shipped
+    is ever whole.
     """
-    pattern = probabilities[0].float()
+    heads, tokens = queries.shape[1], queries.shape[2]
+    device = queries.device
+    thumb = -(-tokens // THUMBNAIL_SIDE)  # a thumbnail cell's side, in tokens
+    side = -(-tokens // thumb)
+    sums = torch.zeros(heads, side, side, dtype=torch.float32, device=device)
     if window is not None:
         q0, q1, k0, k1 = window
-        cells = pattern[:, q0:q1, k0:k1]
-    elif block > 1:
-        # ceil_mode with no padding: a last, narrower block is the maximum of what it holds.
-        cells = torch.nn.functional.max_pool2d(pattern, block, block, ceil_mode=True)
+        shipped = torch.empty(heads, q1 - q0, k1 - k0, dtype=torch.uint8, device=device)
     else:
-        cells = pattern
-    quantized = (cells * 255).round_().to(torch.uint8).cpu()
-    rows, cols = pattern.shape[-2:]
-    block = (-(-rows // THUMBNAIL_SIDE), -(-cols // THUMBNAIL_SIDE))
-    # ceil_mode with no padding averages a last, narrower block over what it holds
-    # (as panels.mean_pool does).
-    thumbnails = torch.nn.functional.avg_pool2d(pattern.unsqueeze(0), block, block, ceil_mode=True)[0]
-    return quantized, thumbnails.cpu()
+        q0, q1, k0, k1 = 0, tokens, 0, tokens
+        rows = -(-tokens // block)
+        shipped = torch.empty(heads, rows, rows, dtype=torch.uint8, device=device)
+    step = rows_at_once(heads, tokens, 1 if window is not None else block, rows_bytes)
+    for start in range(0, tokens, step):
+        stop = min(tokens, start + step)
+        probabilities = probability_rows(attention, queries, keys, start, stop)
+        # ceil_mode with no padding: a last, narrower block is the mean (below: the
+        # maximum) of what it holds, as `mean_pool` does.
+        columns = torch.nn.functional.avg_pool2d(probabilities, (1, thumb), (1, thumb), ceil_mode=True)
+        bins = torch.arange(start, stop, device=device) // thumb
+        sums.index_add_(1, bins, columns)
+        if window is not None:
+            low, high = max(start, q0), min(stop, q1)
+            if low < high:
+                part = probabilities[:, low - start : high - start, k0:k1]
+                shipped[:, low - q0 : high - q0] = _quantized(part)
+        elif block > 1:
+            pooled = torch.nn.functional.max_pool2d(probabilities, block, block, ceil_mode=True)
+            shipped[:, start // block : start // block + pooled.shape[1]] = _quantized(pooled)
+        else:
+            shipped[:, start:stop] = _quantized(probabilities)
+        del probabilities, columns
+    counts = torch.bincount(torch.arange(tokens, device=device) // thumb).to(sums)
+    return shipped.cpu(), (sums / counts[None, :, None]).cpu()
+
+
+def _quantized(probabilities: torch.Tensor) -> torch.Tensor:
+    return (probabilities * QUANT).round_().to(torch.uint8)
 
 
 def run_attention(
@@ -359,7 +406,8 @@ def _pattern_request(model, ids, layer: int, heads: tuple, block: int, cut, orig
         out["input_ids"] = model.input_ids[0].cpu()
         for index in range(layer):
             ablate_block(model, heads, index)
-        out["pattern"] = pattern_payload(model.layers[layer].self_attn.attention_probabilities, block, cut)
+        attention = model.layers[layer].self_attn
+        out["pattern"] = pattern_payload(attention, attention.attention_queries, attention.attention_keys, block, cut)
     tokens = tokens_of(model, out["input_ids"])
     return attention_pattern(tokens, layer, model.num_layers, out["pattern"], block, origin)
 

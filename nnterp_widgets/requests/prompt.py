@@ -133,7 +133,8 @@ def prompt_reads(model, shown, block: int, start: int, stop: int, k: int, heads,
     for index in range(model.num_layers):
         layer_block = model.layers[index]
         if index == shown:
-            out["pattern"] = pattern_payload(layer_block.self_attn.attention_probabilities, block)
+            attention = layer_block.self_attn
+            out["pattern"] = pattern_payload(attention, attention.attention_queries, attention.attention_keys, block)
         ablate_block(model, heads, index)
         stream = layer_block.layer_output[0]
         if keep is not None:

@@ -1,12 +1,16 @@
 """Will a request fit in the engine's memory? An estimate from the shapes, before it runs.
 
 Most of a request's memory is vLLM's own and fixed when the engine starts (weights, KV
-cache). What grows with the prompt is ours: a recomputed attention pattern is
-``heads x tokens²`` floats, a few copies of it at once while it is scored, softmaxed and
-pooled, and the forward's activations are ``tokens x width``. At 13,000 tokens on a
-0.5B shape one layer's pattern is 10 GB a copy: without this check such a prompt grows
-the engine until the machine runs out of memory and the engine dies (and, with the
-engine in the kernel's process, the kernel with it)::
+cache). What grows with the prompt is ours: a whole recomputed attention pattern is
+``heads x tokens²`` floats, a few copies of it at once while it is scored and softmaxed
+(`Session.patterns`, the head roles, the contribution graph read it whole); the pattern
+the explorer ships is recomputed a block of rows at a time (``row_blocks``: one block's
+copies and the layer's queries and keys); on the CPU the forward's activations are
+``tokens x width`` (on a GPU they are inside what vLLM profiled and reserved at its
+start). At 13,000 tokens on a 0.5B shape one layer's whole pattern is 10 GB a copy:
+without this check such a request grows the engine until the machine or the GPU runs
+out of memory (on the CPU the engine dies, and, with the engine in the kernel's process,
+the kernel with it)::
 
     check_memory(model, tokens=13_475, patterns=1)   # MemoryRefused, saying why and what fits
 """
@@ -14,6 +18,7 @@ engine in the kernel's process, the kernel with it)::
 from __future__ import annotations
 
 
+from ..requests import pattern_block, rows_at_once
 from ..requests.common import RequestRefused
 
 #: Copies of one layer's ``[heads, tokens, tokens]`` float32 pattern alive at once while
@@ -36,43 +41,105 @@ class MemoryRefused(RequestRefused):
 
 
 def free_bytes() -> int | None:
-    """The machine's available memory where the engine computes in it (the CPU); None on
-    a GPU, where running out is a recoverable error of the request (torch's out-of-memory
-    error, reported like any failure) and vLLM holds most of the device by design."""
+    """The free memory where the engine computes: the machine's available memory on the
+    CPU; on a GPU the least free on the visible devices (NVML: no CUDA context in this
+    process), what is left beside vLLM's reservation. None where it cannot be read."""
     from ..engine.platform import on_cpu
 
-    if not on_cpu():
+    if on_cpu():
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    return _gpu_free_bytes()
+
+
+def _gpu_free_bytes() -> int | None:
+    import os
+
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no NVML (not an NVIDIA GPU): no estimate to hold
         return None
-    import psutil
+    try:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible:
+            handles = [
+                pynvml.nvmlDeviceGetHandleByIndex(int(name))
+                if name.strip().isdigit()
+                else pynvml.nvmlDeviceGetHandleByUUID(name.strip())
+                for name in visible.split(",")
+                if name.strip()
+            ]
+        else:
+            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        return min(int(pynvml.nvmlDeviceGetMemoryInfo(handle).free) for handle in handles) if handles else None
+    except Exception:  # noqa: BLE001 - a device NVML cannot read: no estimate
+        return None
+    finally:
+        pynvml.nvmlShutdown()
 
-    return int(psutil.virtual_memory().available)
 
-
-def request_bytes(model, tokens: int, patterns: int = 0, extra: int = 0) -> int:
-    """The estimate: ``patterns`` layers' patterns at once, the forward's activations,
-    and ``extra`` bytes the request keeps of its own."""
+def request_bytes(
+    model, tokens: int, patterns: int = 0, extra: int = 0, row_blocks: int = 0, forward: bool = True
+) -> int:
+    """The estimate: ``patterns`` layers' whole patterns at once, ``row_blocks`` layers'
+    patterns recomputed a block of rows at a time (the shipped pattern), the forward's
+    activations (``forward``: where they are not vLLM's own), and ``extra`` bytes the
+    request keeps of its own."""
     width = max(model.hidden_size, model.intermediate_size or 0)
-    pattern = patterns * PATTERN_COPIES * model.num_heads * tokens * tokens * 4
-    return pattern + ACTIVATION_COPIES * tokens * width * 4 + extra
+    heads = model.num_heads
+    pattern = patterns * PATTERN_COPIES * heads * tokens * tokens * 4
+    if row_blocks:
+        rows = min(tokens, rows_at_once(heads, tokens, pattern_block(tokens)))
+        # Besides the rows: the layer's queries and keys as read (at most 4 bytes an
+        # element) and the keys' float copy.
+        kv_heads = getattr(model, "num_kv_heads", None) or heads
+        reads = tokens * model.head_dim * (4 * heads + 8 * kv_heads)
+        pattern += row_blocks * (PATTERN_COPIES * heads * rows * tokens * 4 + reads)
+    activations = ACTIVATION_COPIES * tokens * width * 4 if forward else 0
+    return pattern + activations + extra
 
 
 def check_memory(
-    model, tokens: int, patterns: int = 0, extra: int = 0, limit: int | None = None, advice: str = ""
+    model,
+    tokens: int,
+    patterns: int = 0,
+    extra: int = 0,
+    limit: int | None = None,
+    advice: str = "",
+    row_blocks: int = 0,
+    forward: bool | None = None,
 ) -> None:
-    """Refuse (`MemoryRefused`) a request whose estimate exceeds `HEADROOM` of the free
-    memory, or of ``limit`` bytes when given (tests lower it to see the refusal)."""
+    """Refuse (`MemoryRefused`) a request whose estimate (`request_bytes`) exceeds
+    `HEADROOM` of the free memory, or of ``limit`` bytes when given (tests lower it to
+    see the refusal). ``forward``: count the forward's activations (default: on the CPU,
+    where they are not inside vLLM's reservation)."""
     free = free_bytes() if limit is None else int(limit)
     if free is None:
         return
-    need = request_bytes(model, tokens, patterns, extra)
-    if need <= HEADROOM * free:
+    if forward is None:
+        from ..engine.platform import on_cpu
+
+        forward = on_cpu()
+
+    def need(count: int) -> int:
+        return request_bytes(model, count, patterns, extra * count // max(1, tokens), row_blocks, forward)
+
+    if need(tokens) <= HEADROOM * free:
         return
     fits = tokens
-    while fits > 1 and request_bytes(model, fits, patterns, extra * fits // max(1, tokens)) > HEADROOM * free:
+    while fits > 1 and need(fits) > HEADROOM * free:
         fits = int(fits * 0.9)
-    what = f"{patterns} layer pattern(s) of {model.num_heads} heads x {tokens}² tokens" if patterns else "activations"
+    if patterns:
+        what = f"{patterns} layer pattern(s) of {model.num_heads} heads x {tokens}² tokens"
+    elif row_blocks:
+        what = f"a pattern of {model.num_heads} heads x {tokens} tokens, a block of rows at a time"
+    else:
+        what = "activations"
     raise MemoryRefused(
-        REFUSED.format(need=need / 1e9, what=what, free=free / 1e9, fits=max(1, fits), advice=advice) + "."
+        REFUSED.format(need=need(tokens) / 1e9, what=what, free=free / 1e9, fits=max(1, fits), advice=advice) + "."
     )
 
 

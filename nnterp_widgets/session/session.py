@@ -366,7 +366,7 @@ class Session:
             # Kept only where the worker is this process: elsewhere a window move could not reach them.
             reachable = getattr(engine, "in_process", False)
             keep = requests.stream_key(prompt, heads) if reachable and kept * count <= most_kept else None
-            self._fits(engine, prompt, patterns=1, per_token=kept if keep else 0, tokens=count)
+            self._fits(engine, prompt, row_blocks=1, per_token=kept if keep else 0, tokens=count)
             return requests.run_prompt(
                 engine, prompt, layer=layer, window=window, ablate=heads, max_bytes=limit, side=side, keep=keep
             )
@@ -425,7 +425,7 @@ class Session:
         origin = None if window is None else _window(window)
 
         def run(engine):
-            self._fits(engine, prompt, patterns=1)
+            self._fits(engine, prompt, row_blocks=1)
             return requests.run_attention(
                 engine, prompt, layer, window=origin, ablate=heads, max_bytes=limit, side=side
             )
@@ -463,7 +463,7 @@ class Session:
         limit = self.max_result_bytes
 
         def run(engine):
-            self._fits(engine, prompt, patterns=1)
+            self._fits(engine, prompt, row_blocks=1)
             return requests.run_attention_row(engine, prompt, layer, query, ablate=heads, max_bytes=limit)
 
         return self._cached(
@@ -1006,18 +1006,35 @@ class Session:
     def tokenizer(self):
         return self._engine().tokenizer
 
-    def _fits(self, engine, text: str, patterns: int = 0, per_token: int = 0, tokens: int | None = None) -> None:
+    def _fits(
+        self,
+        engine,
+        text: str,
+        patterns: int = 0,
+        per_token: int = 0,
+        tokens: int | None = None,
+        row_blocks: int = 0,
+    ) -> None:
         """Refuse, before it runs, a request on ``text`` that would not fit the engine's
         memory (`memory.check_memory`; ``memory_limit`` replaces the free memory);
-        ``per_token``: bytes the request keeps of its own per token; ``tokens``: the
-        prompt's count where the caller has it. Tokenises only where there is a limit to
-        check and no count."""
+        ``patterns``: layers whose whole pattern it holds; ``row_blocks``: layers whose
+        pattern it ships, recomputed a block of rows at a time; ``per_token``: bytes the
+        request keeps of its own per token; ``tokens``: the prompt's count where the
+        caller has it. Tokenises only where there is a limit to check and no count."""
         limit = self.memory_limit if self.memory_limit is not None else free_bytes()
         ids = requests.prompt_ids(text)
         if limit is not None and (tokens is not None or ids is not None or (isinstance(text, str) and text.strip())):
             if tokens is None:
                 tokens = len(ids) if ids is not None else len(engine.tokenizer(text)["input_ids"])
-            check_memory(engine, tokens, patterns, per_token * tokens, limit=limit, advice=MEMORY_ADVICE)
+            check_memory(
+                engine,
+                tokens,
+                patterns,
+                per_token * tokens,
+                limit=limit,
+                advice=MEMORY_ADVICE,
+                row_blocks=row_blocks,
+            )
 
     def _with_bos(self, prompt: Any, bos: bool | None) -> Any:
         """``prompt`` with its BOS token as ``bos`` asks (`requests.with_bos`); the

@@ -158,25 +158,33 @@ def recompute_scores(
     softcap: float | None = None,
     alibi_slopes: torch.Tensor | None = None,
     sliding_window: int | None = None,
+    rows: tuple[int, int] | None = None,
 ) -> torch.Tensor:
     """Masked attention scores ``[heads, query, key]`` of one prefill.
 
     ``query`` is ``[tokens, heads, head_dim]``, ``key`` ``[tokens, kv_heads, head_dim]``
-    (grouped kv heads are repeated). Masked entries are ``-inf``.
+    (grouped kv heads are repeated). Masked entries are ``-inf``. ``rows=(start, stop)``:
+    only those queries' rows, ``[heads, stop - start, tokens]`` (a long prompt's pattern is
+    computed a block of rows at a time).
     """
-    heads, kv_heads = query.shape[1], key.shape[1]
-    key = key.repeat_interleave(heads // kv_heads, dim=1)
-    # [heads, tokens, tokens] is the large tensor (gigabytes at 8k tokens): it is written
-    # once by the product and then changed in place; the scale goes on the query.
-    scores = torch.einsum("qhd,khd->hqk", query.float() * scale, key.float())
+    start, stop = rows if rows is not None else (0, query.shape[0])
+    query = query[start:stop]
+    (count, heads, size), kv_heads = query.shape, key.shape[1]
+    # Query head h reads kv head h // group: the product runs per kv head over its group
+    # of query heads (no repeated copy of the keys). [heads, rows, tokens] is the large
+    # tensor (gigabytes at 8k tokens): written once by the product, then changed in
+    # place; the scale goes on the query.
+    grouped = (query.float() * scale).reshape(count, kv_heads, heads // kv_heads, size)
+    grouped = grouped.permute(1, 2, 0, 3).reshape(kv_heads, -1, size)
+    scores = torch.bmm(grouped, key.float().permute(1, 2, 0)).view(heads, count, key.shape[0])
     if softcap:
         scores.div_(softcap).tanh_().mul_(softcap)
-    tokens = query.shape[0]
+    tokens = key.shape[0]
     if alibi_slopes is None and not (sliding_window is not None and sliding_window > 0):
-        hidden = torch.ones(tokens, tokens, dtype=torch.bool, device=scores.device).triu_(1)
+        hidden = torch.ones(stop - start, tokens, dtype=torch.bool, device=scores.device).triu_(start + 1)
         return scores.masked_fill_(hidden, float("-inf"))
     position = torch.arange(tokens, device=scores.device)
-    distance = position[:, None] - position[None, :]  # query - key
+    distance = position[start:stop, None] - position[None, :]  # query - key
     if alibi_slopes is not None:
         scores.sub_(alibi_slopes.to(scores)[:, None, None] * distance)
     hidden = distance < 0
@@ -185,21 +193,39 @@ def recompute_scores(
     return scores.masked_fill_(hidden, float("-inf"))
 
 
-def _scores(attention, raw):
+def _scoring(attention) -> dict:
+    """The layer's own scoring: its scale, softcap, ALiBi slopes (every head's) and window."""
     kernel = _kernel(attention)
     impl = kernel.impl
-    arguments = _qkv(attention, raw).arguments
     slopes = getattr(impl, "alibi_slopes", None)
     if slopes is not None:  # one per query head, split like them
         slopes = _whole_heads(attention, slopes.reshape(1, -1, 1), kv=False).flatten()
-    window = getattr(kernel, "sliding_window", None)
+    return {
+        "scale": impl.scale,
+        "softcap": getattr(impl, "logits_soft_cap", None) or None,
+        "alibi_slopes": slopes,
+        "sliding_window": getattr(kernel, "sliding_window", None),
+    }
+
+
+def probability_rows(attention, queries: torch.Tensor, keys: torch.Tensor, start: int, stop: int) -> torch.Tensor:
+    """Rows ``start:stop`` of the block's prefill pattern, ``[heads, stop - start, tokens]``
+    float32, from its ``attention_queries`` and ``attention_keys`` as read (``[1, heads,
+    tokens, head_dim]``) and the layer's own scoring: what ``attention_probabilities``
+    holds in those rows, without the whole ``[heads, tokens, tokens]`` ever existing.
+    Called inside a trace, on the worker, with the block's envoy."""
+    scores = recompute_scores(
+        queries[0].transpose(0, 1), keys[0].transpose(0, 1), rows=(start, stop), **_scoring(attention)
+    )
+    return torch.softmax(scores, dim=-1)
+
+
+def _scores(attention, raw):
+    arguments = _qkv(attention, raw).arguments
     return recompute_scores(
         _heads(attention, arguments["query"], "query"),
         _heads(attention, arguments["key"], "key"),
-        impl.scale,
-        softcap=getattr(impl, "logits_soft_cap", None) or None,
-        alibi_slopes=slopes,
-        sliding_window=window,
+        **_scoring(attention),
     ).unsqueeze(0)
 
 
