@@ -355,7 +355,10 @@ def main(argv: list[str] | None = None) -> int:
                     session.attention_row(text, results[-1].attention.layer, tokens - 1).result(REQUEST_TIMEOUT_S)
                     row.update(row_ms=round((time.perf_counter() - start) * 1e3, 1))
                     if args.peak:
-                        row.update(peak_row(session, text, results[-1].attention.layer))
+                        try:
+                            row.update(peak_row(session, text, results[-1].attention.layer))
+                        except Exception as error:  # noqa: BLE001 - the timings above stand
+                            row.update(peak_error=repr(error)[:300])
                 row.update(
                     raw_ms=round(raw, 1),
                     prompt_ms=round(probe, 1),
