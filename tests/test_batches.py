@@ -5,6 +5,7 @@ others run; progress counts prompts and a cancel stops at the next chunk."""
 
 from __future__ import annotations
 
+import devices
 import numpy as np
 import pytest
 
@@ -97,8 +98,11 @@ def test_each_head_roles_and_value(session):
     means = session.each(PROMPTS[:3]).value(value_id, "mean").result(timeout=300)
     for text, got_last, got_mean in zip(PROMPTS[:3], last, means, strict=True):
         whole = session.value(text, value_id, full=True).result(timeout=120).tensor[0].float().numpy()
-        np.testing.assert_allclose(got_last, whole[-1], atol=1e-5)
-        np.testing.assert_allclose(got_mean, whole.mean(0), atol=1e-5)
+        # On CUDA a kernel's reduction order depends on the batch (devices.RUN_TO_RUN):
+        # there the bound is relative to the stream's scale.
+        atol = 1e-5 * (1.0 if devices.DEVICE == "cpu" else float(np.abs(whole).max()))
+        np.testing.assert_allclose(got_last, whole[-1], atol=atol)
+        np.testing.assert_allclose(got_mean, whole.mean(0), atol=atol)
     np.testing.assert_allclose(last.mean(), np.mean(list(last), axis=0))
     with pytest.raises(
         RequestRefused, match="reduce is how a value becomes one vector per prompt: last, mean; got 'max'"

@@ -629,7 +629,9 @@ def test_patterns_that_would_not_fit_are_refused_saying_what_fits(session):
 
     engine = session._worker.engine
     tokens = len(session.tokens(LONGER))
-    session.memory_limit = request_bytes(engine, tokens, patterns=2)
+    from nnterp_widgets.engine.platform import on_cpu
+
+    session.memory_limit = request_bytes(engine, tokens, patterns=2, forward=on_cpu())
     try:
         with pytest.raises(MemoryRefused, match=r"Shorten the prompt to about \d+ tokens"):
             session.patterns(LONGER).result(60)
