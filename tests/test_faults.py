@@ -50,7 +50,7 @@ def test_bad_inputs_each_followed_by_a_good_request(session):
         explorer.prompt_box.value = bad
         with pytest.raises(Exception, match=expected):
             explorer.wait(60)
-        assert expected in explorer.status_line.value
+        assert expected in explorer.status_line.text
         explorer.prompt_box.value = f"{PROMPT} again"
         assert explorer.wait(120).prompt == f"{PROMPT} again"
         explorer.prompt_box.value = PROMPT

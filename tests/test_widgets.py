@@ -210,12 +210,12 @@ def test_bad_input_shows_in_the_widget_and_the_engine_keeps_serving(session, exp
     explorer.prompt_box.value = ""
     with pytest.raises(Exception, match="empty"):
         explorer.wait(60)
-    assert "empty" in explorer.status_line.value
+    assert "empty" in explorer.status_line.text
     assert explorer.tree.status["state"] == "error"
     explorer.prompt_box.value = "Paris " * 80
     with pytest.raises(Exception, match="max_model_len"):
         explorer.wait(60)
-    assert "max_model_len" in explorer.status_line.value
+    assert "max_model_len" in explorer.status_line.text
     explorer.prompt_box.value = PROMPT
     assert explorer.wait(120).tokens.texts[0] == "The"
     assert explorer.tree.status["state"] == "idle"
@@ -260,10 +260,10 @@ def test_toggling_a_head_reruns_ablated_and_shows_the_delta(session, explorer):
     expected = session.ablation(PROMPT, [(0, 1)]).result(120)
     assert delta.ids[0] == clean.lens.model_top_ids[0] == expected.ids[0]
     np.testing.assert_allclose(delta.top1_delta, expected.top1_delta, atol=1e-6)
-    assert f"{expected.top1_delta:+.4f}" in explorer.ablation_line.value
+    assert f"{expected.top1_delta:+.4f}" in explorer.ablation_line.text
     assert "L0H1" in view.ablated_label.value
     view.grid.data[1]._dispatch_on_click(_click(x=0), None)  # toggled off: the clean run again
-    assert explorer.wait(120).ablate == () and explorer.ablation_line.value == ""
+    assert explorer.wait(120).ablate == () and explorer.ablation_line.text == ""
     np.testing.assert_allclose(explorer.result.lens.model_top_probs, clean.lens.model_top_probs, atol=1e-6)
 
 
@@ -467,12 +467,12 @@ def test_ablating_a_head_out_of_range_shows_the_error_then_the_next_request_succ
     view.toggle_ablation(pair[1], layer=pair[0])
     with pytest.raises(InterventionError):
         explorer.wait(120)
-    assert message in explorer.status_line.value
-    assert explorer.wait_ablation(120) is None and message in explorer.ablation_line.value
+    assert message in explorer.status_line.text
+    assert explorer.wait_ablation(120) is None and message in explorer.ablation_line.text
     view.ablated = ((0, 1),)
     assert explorer.wait(120).ablate == ((0, 1),)
     assert explorer.wait_ablation(120).heads == ((0, 1),)
-    assert not explorer.status_line.value.startswith("⚠")
+    assert not explorer.status_line.text.startswith("⚠")
 
 
 # -- generation in the explorer: follow a token, lens modes, the step's availability --------
@@ -824,16 +824,18 @@ def test_a_new_prompt_dims_what_shows_the_old_one_until_its_answer(session, expl
     explorer.wait(120)
 
 
-def test_an_error_is_said_once_and_cleared_by_the_next_success(session, explorer):
+def test_an_error_is_said_whole_on_the_line_and_in_the_tree_and_cleared_by_the_next_success(session, explorer):
     explorer.prompt_box.value = ""
-    with pytest.raises(RequestRefused, match="empty"):
+    with pytest.raises(RequestRefused, match="empty") as refused:
         explorer.wait(60)
-    lines = [explorer.status_line.value] + [panel.status["message"] for panel in explorer.panels]
-    assert sum(1 for line in lines if "empty" in line) == 1, lines
+    said = [panel for panel in explorer.panels if "empty" in panel.status["message"]]
+    assert said == [explorer.tree], said  # the tree says why; the other panels only dim
+    assert str(refused.value) in explorer.status_line.text and str(refused.value) in explorer.tree.status["message"]
+    assert "white-space: pre-wrap" in explorer.status_line.value  # wrapped, never cut to one line
     assert all(panel.status["state"] == "error" for panel in explorer.panels)
     explorer.prompt_box.value = PROMPT
     explorer.wait(120)
-    assert "⚠" not in explorer.status_line.value
+    assert "⚠" not in explorer.status_line.text
     assert all(panel.status["state"] == "idle" for panel in explorer.panels)
 
 

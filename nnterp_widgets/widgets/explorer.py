@@ -31,6 +31,7 @@ from .lens import LogitLens
 from .lifecycle import MAIN, STALE, Asking, close_all, one_at_a_time
 from .plot_panel import row
 from .patching import PatchPanel
+from .text_line import TextLine
 from .tree import ModuleTree
 
 _ids = itertools.count()
@@ -68,8 +69,8 @@ class Explorer(Asking, widgets.VBox):
             value=prompt, description="prompt", continuous_update=False, layout=widgets.Layout(width="60%")
         )
         self.run_button = widgets.Button(description="run", tooltip="run the prompt (Enter)")
-        self.status_line = widgets.Label(value="")
-        self.ablation_line = widgets.Label(value="")  # the ablated run against the clean one
+        self.status_line = TextLine()  # wraps: an error is shown whole
+        self.ablation_line = TextLine()  # the ablated run against the clean one
         self.ablation = None  # its `AblationDelta`, once landed
         self._ablation_done = threading.Event()
         self._ablation_done.set()
@@ -214,21 +215,21 @@ class Explorer(Asking, widgets.VBox):
     def _ablation_pending(self, heads: tuple) -> None:
         self.ablation = None
         if not heads:
-            self.ablation_line.value = ""
+            self.ablation_line.text = ""
             self._ablation_done.set()
             return
         self._ablation_done.clear()
-        self.ablation_line.value = f"… ablating {len(heads)} head(s)"
+        self.ablation_line.text = f"… ablating {len(heads)} head(s)"
 
     def _show_ablation(self, delta, error: BaseException | None = None) -> None:
         """The ablated run against the clean one (``delta``, an `AblationDelta`), or why not."""
         if error is not None:
-            self.ablation_line.value = f"⚠ ablation: {type(error).__name__}: {error}"
+            self.ablation_line.text = f"⚠ ablation: {type(error).__name__}: {error}"
         elif delta is not None:
             self.ablation = delta
             token = self.session.tokenizer().decode([int(delta.ids[0])])
             heads = ", ".join(f"L{layer}H{head}" for layer, head in delta.heads)
-            self.ablation_line.value = (
+            self.ablation_line.text = (
                 f"ablating {heads}: p({token!r}) {float(delta.clean[0]):.4f} → "
                 f"{float(delta.ablated[0]):.4f} (Δ {delta.top1_delta:+.4f})"
             )
@@ -287,10 +288,11 @@ class Explorer(Asking, widgets.VBox):
 
     def _set_status(self, state: State, message: str) -> None:
         prefix = {State.ERROR: "⚠ ", State.BUSY: "… "}.get(state, "")
-        self.status_line.value = prefix + message
+        self.status_line.text = prefix + message
         for panel in self.panels:
-            # A panel takes the explorer's state; its message is said once, on the line above.
-            panel.set_status(state, "")
+            # A panel takes the explorer's state; its message is said on the line above, and
+            # an error's in the tree too, whose error box is where a user looks for why.
+            panel.set_status(state, message if state is State.ERROR and panel is self.tree else "")
 
     def _on_session_status(self, status: Status) -> None:
         # The engine starting, reopening or failing; "ready" says nothing of this prompt.

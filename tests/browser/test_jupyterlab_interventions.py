@@ -92,7 +92,7 @@ def test_toggling_heads_in_ablate_mode_changes_the_delta_line(notebook):
         timeout=SWEEP_S * 1000,
         polling=250,
     )
-    first = _kernel(p, "[explorer.ablation_line.value, explorer.ablation.top1_delta, explorer.attention.head]")
+    first = _kernel(p, "[explorer.ablation_line.text, explorer.ablation.top1_delta, explorer.attention.head]")
     line, delta, head = first
     assert line in explorer.text_content() and f"{delta:+.4f}" in line
     assert head == 0  # in ablate mode a click toggles the head, it does not show it
@@ -103,7 +103,7 @@ def test_toggling_heads_in_ablate_mode_changes_the_delta_line(notebook):
         timeout=SWEEP_S * 1000,
         polling=250,
     )
-    line2, delta2 = _kernel(p, "[explorer.ablation_line.value, explorer.ablation.top1_delta]")
+    line2, delta2 = _kernel(p, "[explorer.ablation_line.text, explorer.ablation.top1_delta]")
     assert line2 != line and f"{delta2:+.4f}" in line2 and line2 in explorer.text_content()
     assert _kernel(p, "explorer.attention.ablated") == [[0, 1], [0, 2]]
     _shot(explorer, "ablation")

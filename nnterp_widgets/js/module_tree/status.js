@@ -34,7 +34,7 @@ export function statusLine({ model, root }) {
           { class: "nnw-mt-error", role: "alert" },
           h("span", { class: "nnw-mt-error-icon", "aria-hidden": "true" }, "\u26a0"),
           h("span", { class: "nnw-mt-error-title" }, "Error"),
-          h("pre", { class: "nnw-mt-error-msg" }, msg || "Something went wrong."),
+          h("pre", { class: "nnw-mt-error-msg" }, msg || "The request failed; its reason is on the explorer's status line."),
         ),
       );
     } else if (msg) {
