@@ -221,3 +221,24 @@ def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
     assert box.evaluate("(input) => input.scrollWidth <= input.clientWidth"), box.evaluate(
         "(input) => [input.scrollWidth, input.clientWidth]"
     )
+    # A long error is shown whole: the memory guard's refusal (with what fits) wraps on
+    # the explorer's line, nothing of it cut, and the tree's error box says the same reason.
+    _kernel_json(
+        p,
+        "session.__setattr__('memory_limit', 10**6) or "
+        f"explorer.prompt_box.__setattr__('value', {LONG!r} + ' again') or 0",
+    )
+    line = explorer.locator(".widget-html", has_text="Shorten the prompt").first
+    line.wait_for(timeout=60_000)
+    shown = line.evaluate(
+        "(el) => { const box = el.getBoundingClientRect(); const host = el.closest('.jp-OutputArea-output')"
+        " .getBoundingClientRect(); return {text: el.innerText, fits: el.scrollWidth <= el.clientWidth + 1"
+        " && el.scrollHeight <= el.clientHeight + 1, inside: box.right <= host.right + 1, lines:"
+        " Math.round(box.height / parseFloat(getComputedStyle(el.firstElementChild || el).lineHeight || 16))} }"
+    )
+    said = _kernel_json(p, "explorer.status_line.text")
+    assert "MemoryRefused" in said and "tokens or fewer" in said
+    assert shown["text"].strip() == said.strip() and shown["fits"] and shown["inside"], shown
+    assert shown["lines"] >= 2, shown  # longer than the line is wide: wrapped, not cut
+    assert "tokens or fewer" in explorer.locator(".nnw-mt-error-msg").inner_text()
+    _kernel_json(p, "session.__setattr__('memory_limit', None) or 0")
