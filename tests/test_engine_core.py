@@ -235,6 +235,36 @@ def test_root_only_serves_the_roots_values_and_ships_a_fraction_of_the_tree(engi
     assert engine.layers[0] is not None and len(list(root._children)) == 0  # the model keeps its tree
 
 
+def test_the_reader_serves_the_standard_values_without_writing_back_and_ships_less(engine, reference):
+    from nnsight.intervention.serialization import dumps
+
+    from nnterp_widgets.components.vllm.layer import StandardEnvoy
+
+    reader = engine.reader()
+    assert engine.reader() is reader  # built once an engine
+    last = engine.num_layers - 1
+    with engine.trace(PROMPT, **GREEDY):  # read in the order the forward runs
+        attention = reader.layers[0].self_attn.attention_output.save()
+        edited = reader.layers[0].layer_output
+        edited[:] = 0  # a reader's value is its own copy: this edit stays in it
+        after = reader.layers[1].layer_output.save()
+        stream = reader.layers[last].layer_output.save()
+        logits = reader.logits.save()
+    torch.testing.assert_close(stream, reference[("layer_output", last)], **TOL)
+    torch.testing.assert_close(attention, reference[("attention_output", 0)], **TOL)
+    torch.testing.assert_close(logits, reference["logits"], **TOL)
+    torch.testing.assert_close(after, reference[("layer_output", 1)], **TOL)
+    with engine.trace(PROMPT, **GREEDY):
+        engine.layers[0].layer_output[:] = 0  # through the model, the same edit reaches the run
+        moved = engine.layers[1].layer_output.save()
+    assert not torch.allclose(moved, reference[("layer_output", 1)], **TOL)
+    # Every envoy that serves a standard value is in the reader, and little else.
+    served = {envoy.path for envoy in engine.modules() if isinstance(envoy, StandardEnvoy)}
+    assert served <= {envoy.path for envoy in reader.modules()}
+    assert len(reader.modules()) < len(engine.modules())
+    assert len(dumps(reader)) < len(dumps(engine))
+
+
 def test_methods_outside_a_trace(engine):
     with pytest.raises(RuntimeError, match="inside `with model.trace"):
         engine.project_on_vocab(torch.zeros(1, 1, engine.hidden_size))

@@ -23,6 +23,7 @@ from ..components.vllm.attention import ATTENTION_VALUES
 from ..components.vllm.layer import LAYER_VALUES
 from ..components.vllm.mlp import MLP_VALUES
 from ..components.vllm.values import (
+    READS_ONLY,
     StandardValue,
     batched,
     first_arg,
@@ -490,11 +491,79 @@ class StandardizedVLLM(VLLM):
         twin.__dict__.update(_children=[], _child_map={}, _envoys={})
         return twin
 
+    def reader(self) -> "StandardizedVLLM":
+        """This model for reads only, as every request's reads use it inside an invoke.
+
+        Two costs of an invoke that reads through the model itself go: nnsight ships the
+        whole module tree with each invoke (hundreds of envoys), and every value read
+        binds a write-back that splices the batch's whole slab back in, edited or not. The
+        reader's tree holds only the envoys that serve standard values and the lens's
+        modules, and its values bind no write-back: an in-place edit of what it serves
+        does not reach the run (write through the model). Built once an engine.
+
+        Returns:
+            A copy of the tree over the same modules, marked read only.
+        """
+        found = self.__dict__.get("_reader")
+        if found is None:
+            found = _read_only_tree(self, self._reader_keeps())
+            self.__dict__["_reader"] = found
+        return found
+
+    def _reader_keeps(self) -> set[str]:
+        from nnsight.intervention.envoy import Envoy
+
+        from ..components.vllm.layer import StandardEnvoy
+
+        keep = {envoy.path for envoy in self.modules() if isinstance(envoy, StandardEnvoy)}
+        for name in ("norm", "lm_head", "logits_processor", "embed_tokens"):
+            envoy = self.__dict__.get(name)
+            if isinstance(envoy, Envoy):
+                keep.add(envoy.path)
+        return keep
+
     def order(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(NOT_MEASURED.format(name="order"))
 
     def rank(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(NOT_MEASURED.format(name="rank"))
+
+
+def _read_only_tree(root: Any, keep: set[str]) -> Any:
+    """A copy of ``root``'s envoy tree with only the envoys at ``keep``'s paths and their
+    ancestors (each envoy once, aliases included), every copy marked `READS_ONLY`."""
+    import weakref
+
+    from nnsight.intervention.envoy import Envoy
+
+    ancestors = {path.rsplit(".", depth)[0] for path in keep for depth in range(1, path.count(".") + 1)}
+    wanted = keep | ancestors | {root.path}
+    copies: dict[int, Any] = {}
+
+    def copy(envoy: Any) -> Any:
+        twin = copies.get(id(envoy))
+        if twin is not None:
+            return twin
+        twin = object.__new__(type(envoy))
+        copies[id(envoy)] = twin
+        state = {key: value for key, value in envoy.__dict__.items() if not isinstance(value, Envoy)}
+        for key, value in envoy.__dict__.items():
+            if isinstance(value, Envoy) and value.path in wanted:
+                state[key] = copy(value)
+        state["_children"] = [copy(child) for child in state["_children"] if child.path in wanted]
+        state["_child_map"] = {
+            key: copy(child)
+            for key, child in state["_child_map"].items()
+            if not isinstance(child, Envoy) or child.path in wanted
+        }
+        state.pop("_reader", None)
+        state[READS_ONLY] = True
+        twin.__dict__.update(state)
+        for child in twin._children:
+            child.__dict__["_parent"] = weakref.ref(twin)
+        return twin
+
+    return copy(root)
 
 
 def _sizes(config: Any, family: Family) -> dict[str, int]:

@@ -345,8 +345,9 @@ def attribute(model, prompt: str, answer, foil=None, position: int = -1) -> Attr
         An `Attribution` whose parts add up to its metric.
     """
     ids, reads, build = attribution_plan(model, prompt, answer, foil, position)
+    reader = model.reader()
     with model.trace(ids, temperature=0.0, max_tokens=1):
-        out = attribution_reads(model, *reads).save()
+        out = attribution_reads(reader, *reads).save()
     return attribution_result(model, ids, out, *build)
 
 

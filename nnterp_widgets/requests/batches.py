@@ -251,14 +251,18 @@ def _fitting(model, part: list, bytes_each: Callable, max_bytes: int) -> int:
 
 
 def _batch_trace(model, plans: list, reads: Callable) -> list:
-    """One request: an invoke per ``(ids, reads_args)`` of ``plans``. Its own frame, so each
-    invoke ships this chunk's plans and nothing of the whole batch."""
+    """One request: an invoke per ``(ids, reads_args)`` of ``plans``, reading through the
+    model's `reader` (what an invoke ships is the reader's small tree). Its own frame, and
+    the plans popped one an invoke, so each invoke ships its own plan and nothing more."""
+    reader = model.reader()
+    count = len(plans)
     with model.trace(temperature=0.0, max_tokens=1) as tracer:
-        found = [None] * len(plans)
+        found = [None] * count
         found.save()
-        for index, (ids, args) in enumerate(plans):
+        for index in range(count):
+            ids, args = plans.pop(0)
             with tracer.invoke(ids):
-                found[index] = reads(model, *args)
+                found[index] = reads(reader, *args)
     return found
 
 

@@ -256,10 +256,11 @@ def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
 LENS_PIECE_BYTES = 64 << 20
 
 
-def stacked_top_k(model, rows: list, k: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def stacked_top_k(model, rows: list, k: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Inside a trace: the lens's top-k of every layer's ``[window, hidden]`` streams in
-    ``rows``, as `top_k` per layer, from a few stacked products (`LENS_PIECE_BYTES`)."""
-    widths = [row.shape[0] for row in rows]
+    ``rows`` (one width for all), as `top_k` does it, from a few stacked products
+    (`LENS_PIECE_BYTES`): ``(probs, ids)``, each ``[layers, window, k]`` (two tensors to
+    return, not two a layer)."""
     streams = torch.cat(rows)
     piece = max(1, LENS_PIECE_BYTES // (4 * model.vocab_size))
     probs, ids = [], []
@@ -267,8 +268,8 @@ def stacked_top_k(model, rows: list, k: int) -> list[tuple[torch.Tensor, torch.T
         found = top_k(model.project_on_vocab(streams[start : start + piece]), k)
         probs.append(found[0])
         ids.append(found[1])
-    probs, ids = torch.cat(probs).split(widths), torch.cat(ids).split(widths)
-    return list(zip(probs, ids, strict=True))
+    shape = (len(rows), rows[0].shape[0], -1)
+    return torch.cat(probs).reshape(shape), torch.cat(ids).reshape(shape)
 
 
 def to_numpy(tensor: Any, dtype) -> np.ndarray:

@@ -289,10 +289,11 @@ def contributions(model, prompt: str, floor: float = FLOOR) -> Contributions:
     reason = heads_reason(model)
     if reason is not None:
         raise InterventionError(f"the contribution graph needs each head's messages: {reason}")
+    reader = model.reader()
     with model.trace(ids, temperature=0.0, max_tokens=1):
         out = dict().save()
-        out["input_ids"] = model.input_ids[0].cpu()
-        all_shares(model, float(floor), out)
+        out["input_ids"] = reader.input_ids[0].cpu()
+        all_shares(reader, float(floor), out)
     return Contributions(
         prompt=prompt,
         tokens=tokens_of(model, out["input_ids"]),

@@ -158,6 +158,7 @@ def roles_result(model, ids, out: dict, prompt) -> HeadRoles:
 def head_roles(model, prompt: str) -> HeadRoles:
     """One request: every served layer's pattern of ``prompt``, reduced to `HeadRoles`."""
     ids, reads, build = roles_plan(model, prompt)
+    reader = model.reader()
     with model.trace(ids, temperature=0.0, max_tokens=1):
-        out = roles_reads(model, *reads).save()
+        out = roles_reads(reader, *reads).save()
     return roles_result(model, ids, out, *build)

@@ -172,14 +172,15 @@ def run_lens(
 ) -> LensGrid:
     """The lens over positions ``start .. stop - 1`` of ``prompt``: one trace."""
     ids, reads, build = lens_plan(model, prompt, start, stop, ablate=ablate, k=k, max_bytes=max_bytes)
+    reading = model if reads[3] else model.reader()  # ablated heads are written through the model
     with model.trace(ids, temperature=0.0, max_tokens=1):
-        out = lens_reads(model, *reads).save()
+        out = lens_reads(reading, *reads).save()
     return lens_result(model, ids, out, *build)
 
 
-def lens_grid(model, tokens: Tokens, rows: list, model_top: tuple, start: int) -> LensGrid:
-    probs = np.stack([to_numpy(p, np.float32) for p, _ in rows])
-    top_ids = np.stack([to_numpy(i, np.int64) for _, i in rows])
+def lens_grid(model, tokens: Tokens, rows: tuple, model_top: tuple, start: int) -> LensGrid:
+    """The `LensGrid` of `stacked_top_k`'s ``(probs, ids)`` and the model's own top-k."""
+    probs, top_ids = to_numpy(rows[0], np.float32), to_numpy(rows[1], np.int64)
     model_probs, model_ids = model_top
     return LensGrid(
         tokens,

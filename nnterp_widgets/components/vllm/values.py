@@ -5,6 +5,10 @@ in-place edit of that copy still reaches the model, because the copy's version
 counter is compared at write-back (nnsight's eproperty ``transform``) and, if it
 moved, the edited copy is mapped back into the location's own layout. Assignment
 maps the new value the same way, after checking it keeps the value's shape.
+
+A write-back costs even when nothing was edited (the batch's whole slab is spliced
+back), so an envoy marked `READS_ONLY` (the engine's `reader`) serves its values with
+none: what a request only reads, it reads through the reader.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ def _shape(value: Any) -> Optional[tuple]:
 
 
 Sizes = Mapping[str, Optional[int]]
+
+#: The attribute that marks an envoy as read only: its values bind no write-back.
+READS_ONLY = "_nnterp_reads_only"
 
 
 @dataclass(frozen=True)
@@ -164,6 +171,8 @@ class StandardValue(eproperty):
         if obj is None:
             return self
         self._check(obj)
+        if obj.__dict__.get(READS_ONLY):
+            return self._private(obj, Mediator.value(self._location(obj)))
         return super().__get__(obj, owner)
 
     def __set__(self, obj: Any, value: Any) -> None:
