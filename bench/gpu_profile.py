@@ -5,13 +5,12 @@
 The engine runs in this process (``in_process=True``), so one profiler sees the kernel's
 side, vLLM's engine core and the model's forward. Written to ``DIR/profile.md``:
 
-1. the shown layer's pattern as arithmetic alone, on tensors of the model's shape: as the
-   prompt request computes it (the whole ``[heads, tokens, tokens]`` in float32, then
-   pooled) and a query-chunked variant (each chunk's probabilities pooled and dropped);
 2. medians of the raw forward and the prompt request, then one prompt request under
    cProfile (Python: the kernel's side and nnsight's) and torch.profiler (CUDA kernels);
 3. one request of the patching sweep (64 invokes) under the same two profilers, and the
-   whole 32 x 64 sweep timed.
+   whole 32 x 64 sweep timed;
+4. with ``--dataset N``: one batch request of ``N`` prompts (``each(prompts).prompt``'s,
+   an invoke a prompt) under the same profilers, beside vLLM's own prefill of them.
 """
 
 from __future__ import annotations
@@ -54,80 +53,6 @@ def cuda_ms(fn, repeat: int = 3) -> float:
         synchronize()
         samples.append((time.perf_counter() - start) * 1e3)
     return statistics.median(samples)
-
-
-def pattern_arithmetic(tokens: int, heads: int, kv_heads: int, head_dim: int, side: int) -> list[str]:
-    import torch
-
-    from nnterp_widgets.components.vllm.attention import recompute_scores
-    from nnterp_widgets.requests.attention import THUMBNAIL_SIDE, pattern_block, pattern_payload
-
-    torch.manual_seed(0)
-    query = torch.randn(tokens, heads, head_dim, device=device(), dtype=torch.bfloat16)
-    key = torch.randn(tokens, kv_heads, head_dim, device=device(), dtype=torch.bfloat16)
-    scale = head_dim**-0.5
-    block = pattern_block(tokens, side)
-    thumb = -(-tokens // THUMBNAIL_SIDE)
-
-    def whole():
-        probabilities = torch.softmax(recompute_scores(query, key, scale).unsqueeze(0), dim=-1)
-        return pattern_payload(probabilities, block)
-
-    def scores_only():
-        return recompute_scores(query, key, scale)
-
-    def chunked(rows: int):
-        step = rows - rows % (block * thumb // _gcd(block, thumb)) or block * thumb
-        keys = key.repeat_interleave(heads // kv_heads, dim=1).float().permute(1, 2, 0)
-        queries = (query.float() * scale).permute(1, 0, 2)
-        position = torch.arange(tokens, device=device())
-        cells, thumbs = [], []
-        for start in range(0, tokens, step):
-            part = torch.bmm(queries[:, start : start + step], keys)
-            hidden = position[None, :] > position[start : start + step, None]
-            part.masked_fill_(hidden, float("-inf"))
-            part.sub_(part.amax(-1, keepdim=True)).exp_()
-            part.div_(part.sum(-1, keepdim=True))
-            cells.append(torch.nn.functional.max_pool2d(part, block, block, ceil_mode=True))
-            thumbs.append(torch.nn.functional.avg_pool2d(part.unsqueeze(0), thumb, thumb, ceil_mode=True)[0])
-        quantized = (torch.cat(cells, 1) * 255).round_().to(torch.uint8).cpu()
-        return quantized, torch.cat(thumbs, 1).cpu()
-
-    gpu = torch.cuda.is_available()
-    base = torch.cuda.memory_allocated() if gpu else 0
-    lines = [f"## 1. The pattern's arithmetic alone ({tokens} tokens, {heads}/{kv_heads} heads of {head_dim})", ""]
-    lines.append("| variant | ms | peak extra GiB |")
-    lines.append("|---|---|---|")
-    reference = whole()
-    for name, fn in (
-        ("scores only (the float32 product, masked)", scores_only),
-        ("as the request does it (scores, softmax, pooled, to the host)", whole),
-        ("query chunks of 512", lambda: chunked(512)),
-        ("query chunks of 1024", lambda: chunked(1024)),
-        ("query chunks of 2048", lambda: chunked(2048)),
-    ):
-        if gpu:
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
-        ms = cuda_ms(fn)
-        peak = (torch.cuda.max_memory_allocated() - base) / 2**30 if gpu else float("nan")
-        lines.append(f"| {name} | {ms:.1f} | {peak:.1f} |")
-    same = chunked(1024)
-    cells_diff = (same[0].int() - reference[0].int()).abs().max().item()
-    thumbs_diff = (same[1] - reference[1]).abs().max().item()
-    lines += [
-        "",
-        f"chunked (1024) against the request's: cells differ by at most {cells_diff}/255, "
-        f"thumbnails by {thumbs_diff:.2e}",
-        "",
-    ]
-    return lines
-
-
-def _gcd(a: int, b: int) -> int:
-    import math
-
-    return math.gcd(a, b)
 
 
 def profiled(fn, label: str) -> list[str]:
@@ -178,6 +103,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=8192)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--sweep", type=int, default=64, help="positions of the timed patching sweep (0: none)")
+    parser.add_argument("--dataset", type=int, default=0, help="prompts of the profiled batch request (0: none)")
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     args = parser.parse_args()
     out = Path(args.out) / "profile.md"
@@ -189,16 +115,8 @@ def main() -> None:
 
     from nnterp_widgets.session import Session
     from nnterp_widgets.interventions.patching import PATCH_INVOKES, _read_clean, _sweep
-    from nnterp_widgets.requests.attention import PATTERN_SIDE
 
     path = bench_checkpoint(args.checkpoint)
-    from transformers import AutoConfig
-
-    config = AutoConfig.from_pretrained(path)
-    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
-    lines += pattern_arithmetic(args.tokens, heads, kv_heads, head_dim, PATTERN_SIDE)
-    flush()
 
     started = time.perf_counter()
     settings = dict(progress=False, max_model_len=args.tokens + 64, gpu_memory_utilization=0.5)
@@ -266,7 +184,46 @@ def main() -> None:
         except Exception as error:  # noqa: BLE001 - a result too
             lines += [f"whole sweep failed: {error!r}"]
     flush()
+    if args.dataset:
+        lines += dataset_profile(session, args.dataset)
+        flush()
     session.close()
+
+
+def dataset_profile(session, count: int) -> list[str]:
+    """One batch request of ``count`` prompts of about 32 tokens, timed and profiled,
+    against vLLM's own prefill of the same prompts."""
+    from gpu_prompt import dataset_prompts
+
+    from nnterp_widgets import requests
+
+    prompts = dataset_prompts(count)
+
+    def batch(engine):
+        def prepare(model, index, prompt):
+            return requests.prompt_plan(model, prompt, window=1)
+
+        reads, build = requests.prompt_reads, requests.prompt_result
+        return requests.run_each(engine, prompts, "prompt", prepare, reads, build, most=count)
+
+    def prefill(engine):
+        from vllm import SamplingParams
+
+        return engine.vllm_entrypoint.generate(prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
+
+    def timed(fn) -> float:
+        return session.request(lambda engine: cuda_ms(lambda: fn(engine)), key=f"t{time.perf_counter()}").result()
+
+    batch_ms, prefill_ms = timed(batch), timed(prefill)
+    lines = [
+        f"## 4. One batch request of {count} prompts (each(prompts).prompt(window=1)'s)",
+        "",
+        f"batch request {batch_ms:.0f} ms ({batch_ms / count:.1f} ms a prompt); vLLM's prefill of the same "
+        f"prompts {prefill_ms:.0f} ms: {prefill_ms / batch_ms:.0%} of vLLM's throughput",
+        "",
+    ]
+    label = f"one batch request ({count} prompts)"
+    return lines + session.request(lambda engine: profiled(lambda: batch(engine), label), key="profile-batch").result()
 
 
 if __name__ == "__main__":

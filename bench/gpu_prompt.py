@@ -249,15 +249,20 @@ def generation_floors(session, counts: list[int]) -> dict:
     return found
 
 
+def dataset_prompts(count: int) -> list[str]:
+    """``count`` distinct prompts of about 32 tokens."""
+    words = "the capital of every country in the world has a name that people learn at school".split()
+    return [
+        f"Note {i}: " + " ".join(words[(i + j) % len(words)] for j in range(24)) + " and the answer is"
+        for i in range(count)
+    ]
+
+
 def dataset_rows(session, tokenizer, count: int, singles: int) -> dict:
     """``session.each(prompts).prompt(window=1)`` over ``count`` prompts of about 32 tokens
     against vLLM's own prefill of the same prompts (``LLM.generate``, ``max_tokens=1``)
     and ``singles`` single prompt requests (scaled to ``count``)."""
-    words = "the capital of every country in the world has a name that people learn at school".split()
-    prompts = [
-        f"Note {i}: " + " ".join(words[(i + j) % len(words)] for j in range(24)) + " and the answer is"
-        for i in range(count)
-    ]
+    prompts = dataset_prompts(count)
     lengths = [len(tokenizer(p)["input_ids"]) for p in prompts]
 
     def vllm_prefill(engine):
