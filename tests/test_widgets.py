@@ -688,20 +688,24 @@ def test_contribution_panel_draws_the_graph_and_redraws_at_a_threshold_without_a
     assert "Through which tokens" in page and "nnw-contributions" in page
 
 
-def test_occlusion_panel_draws_the_saliency_row_and_selects_a_token(session, explorer):
+def test_occlusion_panel_shades_the_prompt_and_selects_a_token(session, explorer):
     panel = explorer.occlusion
-    assert panel.figure not in panel.children
+    assert panel.text_view not in panel.children
     panel.answer_box.value = " Paris"
     panel.run_button.click()
     shown = panel.wait(120)
     direct = session.occlude(PROMPT, " Paris", key="direct-occlude").result(120)
     devices.assert_same_run(shown.logits, direct.logits)
-    np.testing.assert_allclose(heatmap_matrix(panel.figure.data[0])[0], shown.delta_logit.astype(np.float32), rtol=1e-6)
-    assert list(panel.figure.layout.xaxis.ticktext) == [escape_token(t) for t in shown.tokens.texts]
-    panel._on_click(panel.figure.data[0], _click(2))
+    view = panel.text_view
+    assert view in panel.children
+    np.testing.assert_allclose(view.shown_values, shown.delta_logit.astype(np.float32), rtol=1e-6)
+    assert view.tokens == [show_token(t) for t in shown.tokens.texts]
+    strongest = np.abs(shown.delta_logit)
+    assert strongest[view.strongest[0]] == strongest.max()  # the strongest listed first
+    view.selected = 2  # a click in the browser
     assert explorer.selected_token == 2
     panel.measure_picker.value = "probability"
-    np.testing.assert_allclose(heatmap_matrix(panel.figure.data[0])[0], shown.delta_prob.astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(view.shown_values, shown.delta_prob.astype(np.float32), rtol=1e-6)
     panel.answer_box.value = " Paris is"
     panel.run()
     with pytest.raises(InterventionError):

@@ -11,7 +11,7 @@ plotly's own HTML (`html`). Token text is data: every token string goes through
 
 from .attention import attention_figure, head_grid_figure
 from .attribution import attribution_figure
-from .causal import branch_html, continuations_html, occlusion_figure
+from .causal import branch_html, continuations_html, occlusion_figure, occlusion_text
 from .common import PLOTLY_CONFIG, escape_token
 from .contributions import contribution_figure, route_picture
 from .dataset import DatasetTable, dataset_figure, dataset_table
@@ -19,10 +19,12 @@ from .generation import generation_lens_figure, lens_mode_figure
 from .lens import lens_figure
 from .patching import pair_figure, patch_figure
 from .plot import plot
+from .shaded import ShadedText
 from .tokens import show_token
 
 __all__ = [
     "DatasetTable",
+    "ShadedText",
     "dataset_figure",
     "dataset_table",
     "PLOTLY_CONFIG",
@@ -37,6 +39,7 @@ __all__ = [
     "lens_figure",
     "lens_mode_figure",
     "occlusion_figure",
+    "occlusion_text",
     "pair_figure",
     "patch_figure",
     "plot",

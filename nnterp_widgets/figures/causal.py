@@ -1,6 +1,7 @@
 """Pictures of the causal tools: pure functions from their data to plotly figures or HTML.
 
     fig = occlusion_figure(occlusion)              # the saliency row over the prompt's tokens
+    text = occlusion_text(occlusion)               # the same as shaded prompt text (any length)
     html = continuations_html(steer_result)        # steered and plain, aligned, differences marked
     html = branch_html(branch_result)              # the original and the branch from the forced step
 
@@ -19,9 +20,10 @@ from ..interventions.branching import BranchResult
 from ..interventions.occlusion import Occlusion
 from ..interventions.steering import SteerResult
 from .common import effect_heatmap, escape_token
+from .shaded import ShadedText
 from .tokens import show_token
 
-__all__ = ["branch_html", "continuations_html", "occlusion_figure"]
+__all__ = ["branch_html", "continuations_html", "occlusion_figure", "occlusion_text"]
 
 #: The class of a token cell that differs from the other row's at the same step.
 DIFFERS = "nnw-differs"
@@ -69,6 +71,29 @@ def branch_html(result: BranchResult) -> str:
         [("original", tuple(result.original_continuation)), (f"branch at step {result.step}", result.continuation)],
         caption,
     )
+
+
+def _occluded_how(occlusion: Occlusion) -> str:
+    return "replaced by " + show_token(occlusion.neutral_text) if occlusion.mode == "replace" else "dropped"
+
+
+def occlusion_text(occlusion: Occlusion, measure: str = "logit") -> ShadedText:
+    """The prompt as text, each token shaded by the change in the answer's logit
+    (``measure="logit"``) or probability when it is occluded: blue, the answer needed it.
+    A token not occluded alone (a partial answer's coarse block) says so in its tooltip."""
+    delta = occlusion.delta_logit if measure == "logit" else occlusion.delta_prob
+    notes = []
+    for i, (text, exact) in enumerate(zip(occlusion.tokens.texts, occlusion.exact, strict=True)):
+        logit, prob = float(occlusion.delta_logit[i]), float(occlusion.delta_prob[i])
+        said = "not occluded yet" if not np.isfinite(logit) else f"Δ logit {logit:+.3f} · Δ probability {prob:+.4f}"
+        notes.append(f"{i}: {show_token(text)} · {said}" + ("" if exact else " (its block)"))
+    answer = show_token(occlusion.answer_text)
+    caption = (
+        f"each token {_occluded_how(occlusion)}: the change in {answer}'s {measure} "
+        f"(logit {occlusion.clean_logit:.2f}, probability {occlusion.clean_prob:.3f}); blue: {answer} needed it"
+    )
+    unit = "Δ " + measure
+    return ShadedText.of(occlusion.tokens.texts, delta, caption=caption, unit=unit, notes=notes)
 
 
 def occlusion_figure(occlusion: Occlusion, measure: str = "logit") -> go.Figure:

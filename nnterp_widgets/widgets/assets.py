@@ -31,6 +31,8 @@ ATTENTION_TOKENS_ESM: Path = JS_DIR / "attention_tokens.js"
 ATTENTION_TOKENS_CSS: Path = JS_DIR / "attention_tokens.css"
 DATASET_TABLE_ESM: Path = JS_DIR / "dataset_table.js"
 DATASET_TABLE_CSS: Path = JS_DIR / "dataset_table.css"
+SHADED_TEXT_ESM: Path = JS_DIR / "shaded_text.js"
+SHADED_TEXT_CSS: Path = JS_DIR / "shaded_text.css"
 
 __all__ = [
     "ATTENTION_TOKENS_CSS",
@@ -42,6 +44,8 @@ __all__ = [
     "MODULE_TREE_ESM",
     "POSITION_WINDOW_CSS",
     "POSITION_WINDOW_ESM",
+    "SHADED_TEXT_CSS",
+    "SHADED_TEXT_ESM",
     "STEP_SLIDER_CSS",
     "STEP_SLIDER_ESM",
     "module_parts",

@@ -1,9 +1,10 @@
-"""`OcclusionPanel`: which of the prompt's tokens the answer depends on (a saliency row).
+"""`OcclusionPanel`: which of the prompt's tokens the answer depends on.
 
 State and rendering only. "occlude" asks the session for every position occluded in turn
-(`Session.occlude`: replaced by a neutral token, or dropped; batched) and draws the row
-with `occlusion_figure`. A click on a token selects it in the explorer
-(``selected_token``).
+(`Session.occlude`: replaced by a neutral token, or dropped; batched) and draws the prompt
+as text, each token shaded by the change in the answer (`occlusion_text`, a
+`ShadedTextView`: it reads at 300 tokens as at 10), with the strongest listed under it. A
+click on a token selects it in the explorer (``selected_token``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import ipywidgets
 
 from ..interventions.occlusion import Occlusion
 from ..interventions.occlusion import MODES
-from ..figures.causal import occlusion_figure
+from ..figures.causal import occlusion_text
 from ..figures.html import occlusion_section
 from .lifecycle import one_at_a_time
 from .tool_view import ToolView
-from .plot_panel import FigureSlot, PlotPanel, clicked
+from .plot_panel import PlotPanel
+from .shaded_text import ShadedTextView
 from .token_box import TokenBox
 
 __all__ = ["OcclusionPanel"]
@@ -28,8 +30,7 @@ class OcclusionPanel(ToolView, PlotPanel):
 
     _shown_as = "occlusion"
     _asks_for = "occlusion"
-
-    figure = FigureSlot()
+    _figure_slots = ()
 
     _default_key = "occlude"
     _run_label = "occlude"
@@ -38,7 +39,10 @@ class OcclusionPanel(ToolView, PlotPanel):
     _options = {"answer": " Paris"}
 
     def _connect(self) -> None:
+        #: The prompt shaded by the answer's change; on the page from the first answer.
+        self.text_view = ShadedTextView()
         self.measure_picker.observe(one_at_a_time(lambda change: self._render()), "value")
+        self.text_view.observe(one_at_a_time(self._on_click), "selected")
 
     def _controls(self) -> list:
         self.answer_box = TokenBox(self.session, self._defaults["answer"], description="answer")
@@ -75,10 +79,17 @@ class OcclusionPanel(ToolView, PlotPanel):
     def _render(self) -> None:
         if self.occlusion is None:
             return
-        if self._show(self.figure, occlusion_figure(self.occlusion, self.measure_picker.value)):
-            self.figure.data[0].on_click(self._on_click)
+        self.text_view.show(occlusion_text(self.occlusion, self.measure_picker.value))
+        if self.text_view not in self.children:
+            self.children = (*self.children, self.text_view)
 
-    def _on_click(self, trace, points, state=None) -> None:
-        column = clicked(points, "x")
-        if column is not None and self.occlusion is not None and column < len(self.occlusion.tokens):
-            self.selected_token = column
+    def _on_click(self, change) -> None:
+        if change["new"] >= 0:
+            self.selected_token = change["new"]
+
+    def _on_selected(self, change) -> None:
+        self.text_view.selected = change["new"]
+
+    def close(self) -> None:
+        self.text_view.close()
+        super().close()

@@ -67,10 +67,9 @@ def test_an_occlusion_shows_its_bar_and_coarse_row_and_stops_and_the_next_prompt
     p.wait_for_function(
         "([el, was]) => el.textContent !== was", arg=[bar.element_handle(), first], timeout=30_000, polling=250
     )
-    # The coarse row: every position valued, none occluded alone yet, drawn before the end.
+    # The coarse answer: the prompt shaded, every position valued by its block, before the end.
     p.wait_for_function(
-        """(root) => [...root.querySelectorAll('.js-plotly-plot')].some(gd =>
-              ((gd._fullLayout.title || {}).text || '').startsWith('occlusion'))""",
+        """(root) => [...root.querySelectorAll('.nnw-shaded-token')].filter(s => s.style.backgroundColor).length > 300""",
         arg=explorer.element_handle(),
         timeout=BAR_S * 1000,
         polling=250,
