@@ -86,5 +86,4 @@ def run_kept_lens(model, key: str, tokens: Tokens, start: int, stop: int, k: int
         return None
     if rows is None:
         return None
-    probs, ids = rows
-    return lens_grid(model, tokens, list(zip(probs, ids, strict=True)), model_top, start)
+    return lens_grid(model, tokens, rows, model_top, start)  # (probs, ids), each [layers, width, k]
