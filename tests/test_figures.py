@@ -46,7 +46,7 @@ from nnterp_widgets.figures.attention import (
     head_grid_figure,
 )
 from nnterp_widgets.figures.common import CELL_TEXT_CHARS, MAX_TICK_LABELS, escape_token
-from nnterp_widgets.figures.lens import lens_figure, lens_hover
+from nnterp_widgets.figures.lens import lens_figure, lens_hover, lens_table_html
 from nnterp_widgets.requests.attention import mean_pool
 from nnterp_widgets.figures.transport import for_widget, heatmap_matrix
 from nnterp_widgets.widgets.lens import LogitLens
@@ -525,6 +525,42 @@ def test_logit_lens_view():
     assert view.figure.layout.shapes[0].x0 == 0.5
     view.set_status("busy")
     assert view.status_label.value == "busy…"
+
+
+def test_the_lens_table_holds_every_cells_whole_word_escaped_and_its_top_k():
+    from test_export import XSS, synthetic_result
+
+    from nnterp_widgets.figures import lens_table_html
+
+    lens = synthetic_result().lens
+    page = lens_table_html(lens, selected_token=2)
+    assert XSS not in page and html.escape(show_token(XSS)) in page  # markup in a word is text
+    for layer in range(lens.num_layers):
+        for column in range(len(lens.tokens)):
+            word = lens.top_texts[layer][column][0]
+            assert f">{html.escape(show_token(word))}</td>" in page  # whole, never cut
+    top = lens.top_texts[0][3]
+    assert (
+        html.escape(" · ".join(f"{show_token(t)} {p:.3f}" for t, p in zip(top, lens.top_probs[0, 3], strict=True)))
+        in page
+    )
+    assert page.count('class="nnw-lens-selected"') == lens.num_layers + 1  # the column, head included
+    assert f"background:rgba(66, 133, 244,{0.6 * float(lens.top_probs[1, 0, 0]):.3f})" in page
+
+
+def test_the_lens_view_shows_the_table_instead_of_the_heatmap_and_back():
+    result = make_result()
+    view = LogitLens(result)
+    assert view.figure in view.children and view.table not in view.children
+    view.view_picker.value = "table"
+    assert view.table in view.children and view.figure not in view.children
+    assert view.table.value == lens_table_html(result.lens, view.selected_token)
+    view.selected_token = 3
+    assert view.table.value == lens_table_html(result.lens, 3)
+    view.view_picker.value = "heatmap"
+    assert view.figure in view.children and view.table not in view.children
+    assert view.figure.layout.shapes[0].x0 == 2.5  # the selection made in the table mode
+    view.close()
 
 
 # ------------------------------------------------------------------------ in a widget: columns, binary

@@ -16,7 +16,7 @@ from .common import PLOTLY_CONFIG, escape_token
 from .contributions import contribution_figure, route_picture
 from .dataset import DatasetTable, dataset_figure, dataset_table
 from .generation import generation_lens_figure, lens_mode_figure
-from .lens import lens_figure
+from .lens import lens_figure, lens_table_html
 from .patching import pair_figure, patch_figure
 from .plot import plot
 from .shaded import ShadedText
@@ -37,6 +37,7 @@ __all__ = [
     "generation_lens_figure",
     "head_grid_figure",
     "lens_figure",
+    "lens_table_html",
     "lens_mode_figure",
     "occlusion_figure",
     "occlusion_text",

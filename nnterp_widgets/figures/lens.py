@@ -205,3 +205,53 @@ def lens_layout(
         margin=dict(l=80, r=10, t=32, b=below),
         hovermode="closest",
     )
+
+
+#: The lens table's style: theme variables, one line a row, a cell's shade its top-1
+#: probability in the brand colour (the text stays the theme's, readable at any shade).
+_TABLE_STYLE = (
+    "<style>.nnw-lens-table{border-collapse:collapse;font-family:var(--jp-code-font-family,monospace);"
+    "font-size:var(--jp-code-font-size,12px);color:var(--jp-ui-font-color1,CanvasText)}"
+    ".nnw-lens-table td,.nnw-lens-table th{padding:0 4px;border:1px solid var(--jp-border-color2,#ddd);"
+    "white-space:pre;text-align:left}"
+    ".nnw-lens-table th{font-weight:600;font-family:var(--jp-ui-font-family,sans-serif)}"
+    ".nnw-lens-table .nnw-lens-selected{outline:2px solid var(--jp-brand-color1,Highlight);outline-offset:-2px}"
+    ".nnw-lens-scroll{max-height:420px;overflow:auto}</style>"
+)
+#: The shade of a cell of probability 1 ("r, g, b" at an alpha of the probability x 0.6).
+LENS_TABLE_SHADE = "66, 133, 244"
+
+
+def lens_table_html(panel: LensGrid, selected_token: int = -1) -> str:
+    """The lens as a logit-lens table: a row a layer, a column a position of the window,
+    each cell its top-1 token's whole text (the one token rule, escaped) shaded by its
+    probability; a cell's title holds its top-k. ``selected_token`` outlines its column.
+    Text to read at any width, beside the heatmap's colours."""
+    import html
+
+    from .tokens import show_token
+
+    def cell(text: str, attributes: str = "", tag: str = "td") -> str:
+        return f"<{tag}{attributes}>{html.escape(show_token(text))}</{tag}>"
+
+    positions = list(panel.positions)
+    marked = {p: ' class="nnw-lens-selected"' if p == selected_token else "" for p in positions}
+    head = "".join(
+        f'<th{marked[p]} title="position {p}">{html.escape(show_token(panel.tokens.texts[p]))}</th>' for p in positions
+    )
+    rows = []
+    for layer, label in enumerate(panel.layer_labels):
+        cells = []
+        for column, position in enumerate(positions):
+            probs = panel.top_probs[layer, column]
+            texts = panel.top_texts[layer][column]
+            title = html.escape(" · ".join(f"{show_token(t)} {p:.3f}" for t, p in zip(texts, probs, strict=True)))
+            shade = f"background:rgba({LENS_TABLE_SHADE},{0.6 * float(probs[0]):.3f})"
+            attributes = f'{marked[position]} style="{shade}" title="{title}"'
+            cells.append(cell(texts[0], attributes))
+        rows.append(f"<tr><th>{html.escape(label)}</th>{''.join(cells)}</tr>")
+    caption = f"logit lens, top-1 at positions {panel.start}..{panel.stop - 1}"
+    return (
+        f'{_TABLE_STYLE}<div class="nnw-lens-scroll"><table class="nnw-lens-table" aria-label="{caption}">'
+        f"<tr><th>layer</th>{head}</tr>{''.join(rows)}</table></div>"
+    )

@@ -10,6 +10,10 @@ Traits for the explorer to link: ``selected_token``
 (position, ``-1`` for none; a click on a cell selects its position) and ``status``
 (``{"state": "idle" | "busy" | "error", "message": str}``).
 
+A text mode: ``view_picker`` ("heatmap" or "table") shows the same window as a logit-lens
+table (`lens_table_html`: a row a layer, each cell its top-1 token's whole text, shaded
+by its probability), to read where the heatmap's cells are too narrow for their words.
+
 Lens modes: ``show_modes(modes, mode)`` draws the prompt's `LensModes` (from
 ``session.follow``) in one of its modes instead of the top-1 window; ``show_modes(None)``
 goes back. With ``pick`` on, a click on a cell picks its top-1 token (``picked``: the
@@ -18,16 +22,17 @@ cell's layer, position, token id and text) instead of selecting the position.
 
 from __future__ import annotations
 
+import ipywidgets
 import traitlets
 
 from ..requests.generation import LensModes
 from ..requests.lens import LensGrid
 from ..requests.prompt import PromptResult
-from ..figures.lens import lens_figure
+from ..figures.lens import lens_figure, lens_table_html
 from ..figures.common import selection_shapes
 from ..figures.generation import lens_mode_figure
 from .lifecycle import Asking, one_at_a_time
-from .plot_panel import FigureSlot, PlotPanel, clicked
+from .plot_panel import FigureSlot, PlotPanel, clicked, row
 from .lens_window import PositionWindow
 from ..session import Session, session_of
 
@@ -64,8 +69,16 @@ class LogitLens(Asking, PlotPanel):
         self.window = PositionWindow(label="lens positions")
         self.controls = self.window
         self.controls.layout.display = "none"  # shown when the prompt is longer than the window
-        super().__init__([self.controls], ("figure",), **kwargs)
+        #: "heatmap" or "table": how the top-1 window is drawn.
+        self.view_picker = ipywidgets.ToggleButtons(
+            options=["heatmap", "table"], value="heatmap", tooltips=["colours", "the words"]
+        )
+        self.view_picker.style.button_width = "64px"
+        #: The window as a table of words (shown instead of the heatmap in "table").
+        self.table = ipywidgets.HTML("")
+        super().__init__([row([self.view_picker, self.controls], grid_gap="8px")], ("figure",), **kwargs)
         self.window.observe(one_at_a_time(self._on_window), "value")
+        self.view_picker.observe(one_at_a_time(lambda change: self._draw()), "value")
         if result is not None:
             self.update(result)
 
@@ -135,6 +148,12 @@ class LogitLens(Asking, PlotPanel):
         self._draw()
 
     def _draw(self) -> None:
+        as_table = self.view_picker.value == "table" and self._modes is None
+        self.view_picker.disabled = self._modes is not None  # the modes are drawn as a heatmap
+        if as_table and self._panel is not None:
+            self.table.value = lens_table_html(self._panel, self.selected_token)
+            self._place(self.table)
+            return
         if self._modes is not None:
             fig = lens_mode_figure(self._modes, self._mode, self._shown(self.selected_token))
         elif self._panel is not None:
@@ -143,6 +162,18 @@ class LogitLens(Asking, PlotPanel):
             return
         if self._show(self.figure, fig):
             self.figure.data[0].on_click(self._on_click)
+        self._place(self.figure)
+
+    def close(self) -> None:
+        self.table.close()  # off the page while the heatmap is shown
+        super().close()
+
+    def _place(self, shown) -> None:
+        """``shown`` (the figure or the table) last on the page, the other off it."""
+        other = self.table if shown is self.figure else self.figure
+        children = [child for child in self.children if child is not other and child is not shown]
+        if list(self.children) != [*children, shown]:
+            self.children = (*children, shown)
 
     def _shown(self, position: int) -> int:
         """``position``'s column in the drawn modes, or -1."""
@@ -185,6 +216,9 @@ class LogitLens(Asking, PlotPanel):
             self.figure.layout.shapes = shapes
             return
         lens = self._panel
+        if self.view_picker.value == "table":
+            self.table.value = lens_table_html(lens, change["new"])
+            return
         selected = change["new"] if change["new"] in lens.positions else -1
         self.figure.layout.shapes = selection_shapes(lens.stop, selected, row=False, column=True, rows=lens.num_layers)
 
