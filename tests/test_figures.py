@@ -1164,6 +1164,49 @@ def test_the_contribution_figure_draws_the_kept_edges_with_escaped_labels():
     assert "5 edges" in fig.layout.title.text
 
 
+def test_positions_off_the_routes_fold_into_one_column_a_run():
+    from nnterp_widgets.figures.contributions import MOST_LABELS, fold_columns
+
+    columns, folds = fold_columns(10, [2, 3, 9, 3])
+    assert columns == (0, 0, 1, 2, 3, 3, 3, 3, 3, 4)  # 0-1 and 4-8 each one "…" column
+    assert folds == ((0, "…2"), (3, "…5"))
+    assert fold_columns(3, [0, 1, 2]) == ((0, 1, 2), ())
+    assert fold_columns(4, [3]) == ((0, 0, 0, 1), ((0, "…3"),))
+    # A long prompt whose routes touch a few tokens draws a few columns, every one labelled.
+    long = fold_columns(2048, list(range(0, 2048, 128)) + [2047])
+    assert max(long[0]) + 1 == 17 + 16 and MOST_LABELS >= 17
+
+
+def test_the_graph_of_a_long_prompt_draws_its_routes_at_a_readable_width():
+    from nnterp_widgets.figures.contributions import contribution_figure, route_picture
+    from nnterp_widgets.requests.contributions import Contributions
+
+    count = 400
+    edges = np.array([[1, count - 1, 7], [0, 7, 120]], dtype=np.int32)
+    shares = np.array([0.5, 0.4], dtype=np.float32)
+    residual = np.full((2, count), 0.5)
+    graph = Contributions(
+        prompt="x",
+        tokens=Tokens(tuple(range(count)), tuple(f"w{i}" for i in range(count))),
+        edges=edges,
+        shares=shares,
+        residual=residual,
+        bias=np.zeros((2, count)),
+        through=np.full((2, count), 0.9),
+        mlp=np.full((2, count), 0.1),
+    )
+    picture = route_picture(graph, 0.3)
+    on_route = sorted({p for _, p in graph.graph(0.3).nodes})
+    assert on_route == [7, 120, count - 1]
+    assert picture.width == 2 * len(on_route)  # a fold before each kept position
+    fig = contribution_figure(picture)
+    assert list(fig.layout.xaxis.ticktext) == ["…7", "w7·7", "…112", "w120·120", "…278", f"w{count - 1}·{count - 1}"]
+    assert fig.layout.xaxis.range == (-0.5, picture.width - 0.5)
+    assert picture.summary in fig.layout.title.text and picture.summary.startswith(
+        f"{len(picture.edges)} edges (2 attention)"
+    )
+
+
 def test_a_wide_lens_takes_the_output_areas_width_and_shorter_labels():
     from nnterp_widgets.figures.lens import LENS_FIXED_MAX, cell_chars, lens_width
 

@@ -663,6 +663,8 @@ def test_attribution_panel_shows_a_refusal_then_serves_the_next(session, explore
 def test_contribution_panel_draws_the_graph_and_redraws_at_a_threshold_without_asking(session, explorer):
     from plotly.callbacks import Points
 
+    from nnterp_widgets.figures.contributions import route_picture
+
     panel = explorer.contributions
     assert panel.figure not in panel.children  # no bare axes before a graph
     before = session.engine_requests
@@ -673,7 +675,9 @@ def test_contribution_panel_draws_the_graph_and_redraws_at_a_threshold_without_a
     devices.assert_same_run(shown.residual, direct.residual)
     nodes = panel.figure.data[-1]
     route = shown.graph(panel.threshold.value)
-    assert list(zip(nodes.x, nodes.y, strict=True)) == [(p, l) for l, p in route.nodes]
+    columns = route_picture(shown, panel.threshold.value).columns  # positions off the routes folded
+    assert list(zip(nodes.x, nodes.y, strict=True)) == [(columns[p], l) for l, p in route.nodes]
+    assert sorted(set(nodes.x)) == sorted({columns[p] for _, p in route.nodes})
     # The slider keeps fewer edges, from the answer held: no new request.
     asked = session.engine_requests
     wide = len(panel.figure.data[-2].hovertext) if len(panel.figure.data) > 1 else 0
@@ -681,9 +685,10 @@ def test_contribution_panel_draws_the_graph_and_redraws_at_a_threshold_without_a
     narrow = len(panel.figure.data[-2].hovertext) if len(panel.figure.data) > 1 else 0
     assert narrow == len(shown.graph(0.3).edges) <= wide
     assert session.engine_requests == asked
-    # A click on a node selects its token, in the explorer too.
-    panel._on_click(nodes, Points(point_inds=[0], xs=[1], ys=[0], trace_name="node", trace_index=0))
-    assert explorer.selected_token == 1
+    # A click on a node selects its token (not its column), in the explorer too.
+    last = len(shown.graph(0.3).nodes) - 1
+    panel._on_click(nodes, Points(point_inds=[last], xs=[0], ys=[0], trace_name="node", trace_index=0))
+    assert explorer.selected_token == shown.graph(0.3).nodes[last][1]
     page = explorer.to_html()
     assert "Through which tokens" in page and "nnw-contributions" in page
 

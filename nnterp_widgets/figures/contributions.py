@@ -4,7 +4,9 @@
     fig = contribution_figure(picture)                         # plotting, the last step
 
 Tokens across, levels up (the embedding at the bottom, the stream after each block
-above it), the prediction's position at the top. An edge into level ``l + 1`` is drawn
+above it), the prediction's position at the top. Only the positions on a route get a
+column, spaced evenly; each run of positions between them is folded into one "…" column,
+so a 2,000-token prompt whose routes touch twenty tokens draws twenty-odd columns. An edge into level ``l + 1`` is drawn
 from level ``l``: from another position (an attention edge) or straight up (the
 stream's own part). Its width and opacity grow with its share; hover (a marker at its
 middle) names the edge and its share. A node's colour is the MLP's share of its stream.
@@ -28,17 +30,58 @@ WIDTH_CLASSES = 5
 EDGE_COLORS = {"attention": "rgba(31, 119, 180, {a})", "residual": "rgba(127, 127, 127, {a})"}
 
 
+#: At most this many column labels are drawn (thinned evenly past it; hover names every node).
+MOST_LABELS = 48
+
+
 @dataclass(frozen=True)
 class RoutePicture:
-    """What the graph view draws: ``nodes`` ``(position, level, hover, mlp_share)`` and
-    ``edges`` ``(x0, y0, x1, y1, share, kind, hover)``, token labels, and the counts."""
+    """What the graph view draws: ``nodes`` ``(x, level, hover, mlp_share, position)`` and
+    ``edges`` ``(x0, y0, x1, y1, share, kind, hover)`` in column coordinates, token
+    labels (by position), ``columns`` (each position's column, a folded one its fold's),
+    ``ticks`` ``(x, label)`` (a position's label, or "…k" for k folded positions) and
+    the counts."""
 
     threshold: float
     target: int
     labels: tuple[str, ...]
     num_layers: int
-    nodes: tuple[tuple[int, int, str, float], ...]
+    nodes: tuple[tuple[int, int, str, float, int], ...]
     edges: tuple[tuple[int, int, int, int, float, str, str], ...]
+    columns: tuple[int, ...] = ()
+    ticks: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def width(self) -> int:
+        """How many columns are drawn."""
+        return max(self.columns, default=-1) + 1
+
+    @property
+    def summary(self) -> str:
+        """The edge count, said the same way by the title and the view's status."""
+        attention = sum(1 for edge in self.edges if edge[5] == "attention")
+        return f"{len(self.edges)} edges ({attention} attention) of share ≥ {self.threshold:.0%}"
+
+
+def fold_columns(count: int, on_route) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...]]:
+    """Each of ``count`` positions' column: the positions ``on_route`` one each, in order;
+    every run of positions between them (or before or after) one "…" column. Returns the
+    columns and the fold ticks ``(x, "…k")``."""
+    kept = sorted(set(on_route))
+    columns = [0] * count
+    folds = []
+    x, previous = 0, -1
+    for position in [*kept, count]:
+        if position > previous + 1:  # a run of positions without a node
+            for folded in range(previous + 1, position):
+                columns[folded] = x
+            folds.append((x, f"…{position - previous - 1}"))
+            x += 1
+        if position < count:
+            columns[position] = x
+            x += 1
+        previous = position
+    return tuple(columns), tuple(folds)
 
 
 def route_picture(contributions: Contributions, threshold: float, target: int = -1) -> RoutePicture:
@@ -46,18 +89,22 @@ def route_picture(contributions: Contributions, threshold: float, target: int = 
     route = contributions.graph(threshold, target)
     texts = contributions.tokens.texts
     labels = tuple(f"{escape_token(text, 12)}·{i}" for i, text in enumerate(texts))
+    columns, folds = fold_columns(len(texts), [position for _, position in route.nodes])
     nodes = []
     for level, position in route.nodes:
         name = f"{labels[position]} · " + ("embedding" if level == 0 else f"after layers[{level - 1}]")
         mlp = float(route.mlp.get((level, position), 0.0))
-        nodes.append((position, level, f"{name}<br>MLP share {mlp:.1%}" if level else name, mlp))
+        nodes.append((columns[position], level, f"{name}<br>MLP share {mlp:.1%}" if level else name, mlp, position))
     edges = []
     for layer, source, target_position, share, kind in route.edges:
         if kind == "attention":
             hover = f"layers[{layer}] attention: {labels[source]} → {labels[target_position]}<br>share {share:.1%}"
         else:
             hover = f"layers[{layer}] residual: {labels[source]} keeps<br>share {share:.1%}"
-        edges.append((source, layer, target_position, layer + 1, share, kind, hover))
+        edges.append((columns[source], layer, columns[target_position], layer + 1, share, kind, hover))
+    on_route = sorted({position for _, position in route.nodes})
+    shown = [on_route[i] for i in tick_positions(len(on_route), MOST_LABELS)]
+    ticks = sorted([(columns[p], labels[p]) for p in shown] + list(folds))
     return RoutePicture(
         threshold=route.threshold,
         target=route.target,
@@ -65,6 +112,8 @@ def route_picture(contributions: Contributions, threshold: float, target: int = 
         num_layers=contributions.num_layers,
         nodes=tuple(nodes),
         edges=tuple(edges),
+        columns=columns,
+        ticks=tuple(ticks),
     )
 
 
@@ -130,22 +179,20 @@ def contribution_figure(picture: RoutePicture) -> go.Figure:
             name="node",
         )
     )
-    count = len(picture.labels)
-    ticks = tick_positions(count, 48)
+    count = picture.width
     levels = picture.num_layers + 1
     level_ticks = tick_positions(levels, 16)
     fig.update_layout(
         title=dict(
-            text=f"routes to {picture.labels[picture.target]}'s prediction: "
-            f"{len(picture.edges)} edges of share ≥ {picture.threshold:.0%}",
+            text=f"routes to {picture.labels[picture.target]}'s prediction: {picture.summary}",
             font=dict(size=13),
         ),
         height=max(360, 14 * levels + 140),
         margin=dict(l=110, r=20, t=50, b=90),
         xaxis=dict(
             tickmode="array",
-            tickvals=ticks,
-            ticktext=[picture.labels[i] for i in ticks],
+            tickvals=[x for x, _ in picture.ticks],
+            ticktext=[label for _, label in picture.ticks],
             tickangle=-60,
             range=[-0.5, count - 0.5],
             showgrid=False,

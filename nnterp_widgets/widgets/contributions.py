@@ -75,20 +75,17 @@ class ContributionPanel(ToolView, PlotPanel):
     def _render(self) -> None:
         if self.contributions is None:
             return
-        picture = route_picture(self.contributions, self.threshold.value)
+        picture = self._picture = route_picture(self.contributions, self.threshold.value)
         if self._show(self.figure, contribution_figure(picture)):
             self.figure.data[-1].on_click(self._on_click)  # the nodes
-        kept = sum(1 for edge in picture.edges if edge[5] == "attention")
         self.set_status(
             "idle",
-            f"{kept} attention edges of share ≥ {picture.threshold:.0%} on the routes to the last token "
-            f"({len(self.contributions.shares)} returned from {self.contributions.floor:.0%} up)",
+            f"{picture.summary} on the routes to the last token "
+            f"({len(self.contributions.shares)} attention shares returned from {self.contributions.floor:.0%} up)",
         )
 
     def _on_click(self, trace, points, state=None) -> None:
         inds = list(getattr(points, "point_inds", None) or [])
-        xs = list(getattr(points, "xs", None) or [])
-        if inds and xs and self.contributions is not None:
-            position = int(round(float(xs[0])))
-            if 0 <= position < len(self.contributions.tokens):
-                self.selected_token = position
+        picture = getattr(self, "_picture", None)
+        if inds and picture is not None and 0 <= inds[0] < len(picture.nodes):
+            self.selected_token = picture.nodes[inds[0]][4]  # a node's column is not its position
