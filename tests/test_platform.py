@@ -32,9 +32,12 @@ def test_cpu_host_keeps_float32_and_sets_only_its_cache(monkeypatch):
         pytest.skip("a GPU host: see docs/gpu.md")
     assert platform.default_dtype() == "float32"
     assert platform.device_label() == "cpu"
-    for name in ("VLLM_CPU_KVCACHE_SPACE", *platform.WORKER_START, *platform.EXACT_FLOAT32):
+    for name in ("VLLM_CPU_KVCACHE_SPACE", *platform.WORKER_START, *platform.EXACT_FLOAT32, *platform.CODE_TO_WORKERS):
         monkeypatch.delenv(name, raising=False)
-    assert platform.prepare_environment("float32") == {"VLLM_CPU_KVCACHE_SPACE": platform.CPU_KV_CACHE_GIB}
+    assert platform.prepare_environment("float32") == {
+        "VLLM_CPU_KVCACHE_SPACE": platform.CPU_KV_CACHE_GIB,
+        **platform.CODE_TO_WORKERS,
+    }
     assert not set(platform.EXACT_FLOAT32) & set(os.environ)
 
 
@@ -42,11 +45,11 @@ def test_gpu_host_spawns_and_makes_float32_exact(monkeypatch):
     if platform.on_cpu():
         pytest.skip("a CPU host: vLLM's CPU platform")
     assert platform.default_dtype() == "auto"
-    for name in (*platform.WORKER_START, *platform.EXACT_FLOAT32):
+    for name in (*platform.WORKER_START, *platform.EXACT_FLOAT32, *platform.CODE_TO_WORKERS):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TRITON_F32_DEFAULT", "tf32")  # the caller's own setting wins
     found = platform.prepare_environment("float32")
-    assert found == {**platform.WORKER_START, "VLLM_FLOAT32_MATMUL_PRECISION": "highest"}
+    assert found == {**platform.WORKER_START, **platform.CODE_TO_WORKERS, "VLLM_FLOAT32_MATMUL_PRECISION": "highest"}
     assert os.environ["TRITON_F32_DEFAULT"] == "tf32"
 
 

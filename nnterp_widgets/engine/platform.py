@@ -74,6 +74,13 @@ WORKER_START = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
 EXACT_FLOAT32 = {"TRITON_F32_DEFAULT": "ieee", "VLLM_FLOAT32_MATMUL_PRECISION": "highest"}
 
 
+#: A request that carries code to the engine's workers (the reader sent once,
+#: `StandardizedVLLM.reader`; the kept lens's rows) crosses a multiprocess engine's
+#: message queue as a pickled function, which vLLM refuses unless this is set. The
+#: engine is this kernel's own, on this machine, serving no network.
+CODE_TO_WORKERS = {"VLLM_ALLOW_INSECURE_SERIALIZATION": "1"}
+
+
 def is_float32(dtype: Any) -> bool:
     """Whether an engine's ``dtype`` argument asks for float32 ("float32", "float", torch.float32)."""
     return str(dtype).removeprefix("torch.") in ("float32", "float")
@@ -85,6 +92,7 @@ def prepare_environment(dtype: Any = None, tensor_parallel_size: int = 1) -> dic
     A setting the caller made already wins. Returns what this call set.
     """
     wanted = {"VLLM_CPU_KVCACHE_SPACE": CPU_KV_CACHE_GIB} if on_cpu() else dict(WORKER_START)
+    wanted.update(CODE_TO_WORKERS)
     if not on_cpu() and is_float32(dtype):
         wanted.update(EXACT_FLOAT32)
     if on_cpu() and tensor_parallel_size > 1:

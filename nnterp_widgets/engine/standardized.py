@@ -499,7 +499,9 @@ class StandardizedVLLM(VLLM):
         binds a write-back that splices the batch's whole slab back in, edited or not. The
         reader's tree holds only the envoys that serve standard values and the lens's
         modules, and its values bind no write-back: an in-place edit of what it serves
-        does not reach the run (write through the model). Built once an engine.
+        does not reach the run (write through the model). Built once an engine, and sent
+        once to the engine's workers, which keep it: an invoke then names it by id
+        (`_keep_in_workers`) instead of shipping it.
 
         Returns:
             A copy of the tree over the same modules, marked read only.
@@ -507,6 +509,7 @@ class StandardizedVLLM(VLLM):
         found = self.__dict__.get("_reader")
         if found is None:
             found = _read_only_tree(self, self._reader_keeps())
+            _keep_in_workers(self.vllm_entrypoint, found)
             self.__dict__["_reader"] = found
         return found
 
@@ -527,6 +530,46 @@ class StandardizedVLLM(VLLM):
 
     def rank(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(NOT_MEASURED.format(name="rank"))
+
+
+#: The id prefix under which the engine's workers keep a reader's envoys.
+READER_ID = "nnterp-reader"
+
+
+def _keep_in_workers(entrypoint: Any, reader: Any) -> bool:
+    """Send ``reader`` to every worker of the engine once, where it is kept with the
+    objects nnsight resolves by id; then tag each of its envoys with that id, so that an
+    invoke naming it ships a reference. Where a worker cannot keep it (an engine without
+    nnsight's runner), nothing is tagged and invokes ship the reader itself."""
+    from nnsight.intervention.serialization import dumps
+
+    key = f"{READER_ID}-{id(reader):x}"
+    try:
+        payload = dumps(reader)
+        kept = entrypoint.collective_rpc(_kept_in_worker, args=(payload, key))
+    except Exception:  # noqa: BLE001 - an engine that cannot run code in its workers
+        return False
+    if not kept or not all(kept):
+        return False
+    for envoy in reader.modules():
+        envoy.__dict__["_persistent_id"] = f"{key}:{envoy.path}"
+    return True
+
+
+def _kept_in_worker(worker: Any, payload: bytes, key: str) -> int:
+    """In each worker (vLLM's ``collective_rpc``): load the reader over this worker's
+    modules and keep its envoys among the objects nnsight resolves by id."""
+    from nnsight.intervention.serialization import loads
+
+    runner = getattr(worker, "model_runner", None)
+    objects = getattr(runner, "nnsight_persistent_objects", None)
+    if objects is None:
+        return 0
+    reader = loads(payload, persistent_objects=objects)
+    envoys = reader.modules()
+    for envoy in envoys:
+        objects[f"{key}:{envoy.path}"] = envoy
+    return len(envoys)
 
 
 def _read_only_tree(root: Any, keep: set[str]) -> Any:
