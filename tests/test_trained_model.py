@@ -290,3 +290,11 @@ def test_over_capitals_the_lens_names_the_capital_only_at_the_end_and_late_heads
     parts = trained_session.each(prompts).attribute(answers).result(timeout=900).mean()
     strongest = parts[parts["part"] == "head"].nlargest(5, "effect")
     assert (strongest["layer"] >= layers * 3 // 4).all() and (strongest["effect"] > 0).all()
+
+
+def test_cjk_and_emoji_tokens_say_each_character_once(trained_session):
+    text = "東京は日本の首都です 😀"
+    tokens = trained_session.prompt(text, window=1).result(120).tokens
+    assert "".join(tokens.texts) == trained_session.tokenizer().decode(list(tokens.ids))
+    assert not any("\ufffd" in piece for piece in tokens.texts)  # SmolLM2 splits each of these characters
+    assert "東" in tokens.texts and "😀" in tokens.texts

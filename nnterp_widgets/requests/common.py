@@ -315,10 +315,46 @@ def texts_of(model, ids: Any) -> tuple:
 
 
 def tokens_of(model, input_ids: Any) -> Tokens:
-    """The `Tokens` of ``input_ids`` (a tensor, an array or a list of ids)."""
+    """The `Tokens` of ``input_ids`` (a tensor, an array or a list of ids); a character
+    split over several tokens is said once (`whole_characters`)."""
     ids = tuple(to_numpy(input_ids, np.int64).reshape(-1).tolist())
     text = token_text(model.tokenizer)
-    return Tokens(ids, tuple(text(i) for i in ids))
+    return Tokens(ids, whole_characters(model.tokenizer, ids, tuple(text(i) for i in ids)))
+
+
+#: What a tokenizer decodes a lone piece of a character to (a byte-level token of CJK or
+#: an emoji holds one to three of its UTF-8 bytes).
+REPLACEMENT = "\ufffd"
+#: The most tokens one character is split over (UTF-8 takes at most four bytes).
+MOST_PIECES = 4
+
+
+def whole_characters(tokenizer, ids: tuple, texts: tuple) -> tuple:
+    """``texts`` with each character that is split over tokens given whole to the token
+    that completes it, and the tokens before it holding what they complete (often
+    nothing): the texts still join to the prompt's text, and no "\ufffd" is shown where
+    the tokens together decode cleanly."""
+    texts = list(texts)
+    index = 0
+    while index < len(ids):
+        if REPLACEMENT not in texts[index]:
+            index += 1
+            continue
+        for last in range(index + 1, min(len(ids), index + MOST_PIECES)):
+            whole = tokenizer.decode(list(ids[index : last + 1]))
+            # Whole when the run decodes cleanly (a piece never completed stays as it was).
+            if REPLACEMENT not in whole:
+                prefixes = [
+                    tokenizer.decode(list(ids[index:stop])).rstrip(REPLACEMENT) for stop in range(index + 1, last + 1)
+                ]
+                prefixes.append(whole)
+                starts = ["", *prefixes[:-1]]
+                if all(upto.startswith(said) for said, upto in zip(starts, prefixes, strict=True)):
+                    texts[index : last + 1] = [upto[len(said) :] for said, upto in zip(starts, prefixes, strict=True)]
+                    index = last  # else a decode that rewrites what came before: the run stays as it was
+                break
+        index += 1
+    return tuple(texts)
 
 
 @dataclass(frozen=True)
