@@ -35,11 +35,11 @@ def names_of(family: str) -> HFNames:
 
 
 @lru_cache(maxsize=None)
-def hf_model(path: str, implementation: str = "eager"):
+def hf_model(path: str, implementation: str = "eager", dtype: torch.dtype = torch.float32):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     model = (
-        AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation=implementation)
+        AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=implementation)
         .eval()
         .to(devices.DEVICE)
     )
@@ -47,16 +47,15 @@ def hf_model(path: str, implementation: str = "eager"):
 
 
 @lru_cache(maxsize=None)
-def hf_reference(path: str, family: str):
-    """The family's reference model: its attention implementation, its patch."""
+def hf_reference(path: str, family: str, dtype: torch.dtype = torch.float32):
+    """The family's reference model: its attention implementation, its patch; float32
+    unless ``dtype`` says otherwise (a bfloat16-only engine's same-dtype reference)."""
     names = names_of(family)
     if names.patch is None:
-        return hf_model(path, names.implementation)
+        return hf_model(path, names.implementation, dtype)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model = AutoModelForCausalLM.from_pretrained(
-        path, dtype=torch.float32, attn_implementation=names.implementation
-    ).eval()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=names.implementation).eval()
     names.patch(model)
     model.to(devices.DEVICE)
     return model, AutoTokenizer.from_pretrained(path)
@@ -82,8 +81,10 @@ def reference_values(
     family: str,
     prompt: str | list[int],
     edit: Callable[[int, torch.Tensor], torch.Tensor] | None = None,
+    dtype: torch.dtype = torch.float32,
 ) -> dict:
-    """Standard values of ``prompt`` (text, or token ids) in transformers, each ``[1, tokens, ...]``.
+    """Standard values of ``prompt`` (text, or token ids) in transformers, each ``[1, tokens, ...]``,
+    computed in ``dtype`` (float32 unless a bfloat16-only engine is held to its own dtype).
 
     ``token_embeddings`` is the embedding lookup (the table's rows for the ids), which
     is what the engine serves; a family that scales it (Gemma) scales it after, so
@@ -92,7 +93,7 @@ def reference_values(
     ``edit(layer_index, layer_output) -> new layer_output`` is applied to each block's
     output stream, to check that an edit on the engine has the same effect.
     """
-    model, tokenizer = hf_reference(path, family)
+    model, tokenizer = hf_reference(path, family, dtype)
     names = names_of(family)
     if isinstance(prompt, str):
         ids = tokenizer(prompt, return_tensors="pt")["input_ids"].to(devices.DEVICE)
