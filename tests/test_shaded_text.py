@@ -31,6 +31,23 @@ def test_all_zero_or_unknown_values_shade_nothing_and_a_length_mismatch_is_refus
         ShadedText.of(["a", "b"], [1, 2, 3])
 
 
+def test_the_page_export_draws_each_shade_by_the_one_rule_and_keeps_markup_as_text():
+    from nnterp_widgets.figures.html import occlusion_section
+    from nnterp_widgets.figures.shaded import FULL_SHADE, NEGATIVE, POSITIVE, shaded_html
+
+    shaded = ShadedText.of(["a", " b", "<i>c</i>"], [1.0, -2.0, np.nan], caption="Δ of <b>x</b>", unit="Δ")
+    assert shaded.shade(1) == f"rgba({NEGATIVE}, {FULL_SHADE:.3f})" and shaded.shade(0).startswith(f"rgba({POSITIVE}, ")
+    assert shaded.shade(2) == ""  # not known: plain
+    page = shaded_html(shaded)
+    assert page.count('class="shaded-token"') == 3 and f"background: {shaded.shade(1)}" in page
+    assert "<i>" not in page and "&lt;i&gt;c&lt;/i&gt;" in page and "&lt;b&gt;x" in page
+    assert "strongest (Δ): <code>␣b</code> -2.000, <code>a</code> +1.000" in page
+    found = occlusion("The Eiffel Tower is in")
+    section = occlusion_section(found, "probability")
+    assert shaded_html(occlusion_text(found, "probability"), ident="nnw-occlusion") in section
+    assert "plotly" not in section
+
+
 def test_occlusion_text_is_each_tokens_change_with_what_it_means():
     found = occlusion("The Eiffel Tower is in")
     text = occlusion_text(found)

@@ -23,12 +23,13 @@ import plotly.io as pio
 from ..interventions import BranchResult, Occlusion, PairLens, PatchResult, SteerResult
 from ..requests import THRESHOLD, Attribution, Contributions, GenerationResult
 from .attribution import attribution_figure
-from .causal import branch_html, continuations_html, occlusion_figure
+from .causal import branch_html, continuations_html, occlusion_text
 from .common import PLOTLY_CONFIG
 from .contributions import contribution_figure, route_picture
 from .dataset import DatasetTable, dataset_figure
 from .generation import STEP_AXIS, generation_lens_figure, lens_mode_figure
 from .patching import PAIR_NAMES, pair_figure, patch_figure
+from .shaded import shaded_html
 from .tokens import show_token
 
 
@@ -56,6 +57,9 @@ table.steps { border-collapse: collapse; margin: 6px 0; font-size: 13px; }
 table.steps th, table.steps td { border: 1px solid GrayText; padding: 2px 6px; text-align: left; vertical-align: top; }
 table.steps tr.selected td { box-shadow: inset 3px 0 0 Highlight; }
 table.steps .off { opacity: 0.75; font-style: italic; }
+.shaded { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; line-height: 1.7;
+          max-height: 320px; overflow-y: auto; border: 1px solid GrayText; border-radius: 3px; padding: 4px 6px; }
+.shaded-token { display: inline-block; white-space: pre; border-radius: 2px; }
 """
 
 
@@ -182,10 +186,9 @@ def section(title: str, facts: str, figures: Sequence[tuple], plotlyjs: bool, be
     )
 
 
-def occlusion_section(occlusion: Occlusion) -> str:
-    """The occlusion row (`occlusion_figure`)."""
-    figures = "".join(plot_divs([("occlusion", occlusion_figure(occlusion))], False))
-    return f'<h2>Which tokens the answer needs (occlusion)</h2>\n<div class="figures">{figures}</div>'
+def occlusion_section(occlusion: Occlusion, measure: str = "logit") -> str:
+    """The prompt shaded by each token's occlusion (`occlusion_text`), as the explorer shows it."""
+    return f"<h2>Which tokens the answer needs (occlusion)</h2>\n{shaded_html(occlusion_text(occlusion, measure), ident='nnw-occlusion')}"
 
 
 def steering_section(steering: SteerResult) -> str:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .tokens import show_token
 
-__all__ = ["NEGATIVE", "POSITIVE", "ShadedText"]
+__all__ = ["FULL_SHADE", "NEGATIVE", "POSITIVE", "ShadedText", "shaded_html"]
 
 #: The shades of a negative and a positive value ("r, g, b"): RdBu's ends, as the effect
 #: heatmaps colour them.
@@ -27,6 +27,8 @@ NEGATIVE = "33, 102, 172"
 POSITIVE = "178, 24, 43"
 #: Tokens listed as the strongest, unless asked otherwise.
 STRONGEST = 5
+#: The opacity of a full shade: the token's text stays legible on it, light or dark.
+FULL_SHADE = 0.85
 
 
 @dataclass(frozen=True)
@@ -67,8 +69,38 @@ class ShadedText:
         value = float(self.values[position])
         return 0.0 if not np.isfinite(value) else min(1.0, abs(value) / self.half)
 
+    def shade(self, position: int) -> str:
+        """Token ``position``'s background as CSS ("" for NaN): its sign's colour at
+        `alpha` times `FULL_SHADE` (the browser view draws the same)."""
+        value = float(self.values[position])
+        if not np.isfinite(value):
+            return ""
+        return f"rgba({NEGATIVE if value < 0 else POSITIVE}, {self.alpha(position) * FULL_SHADE:.3f})"
+
     def strongest(self, count: int = STRONGEST) -> list[tuple[int, str, float]]:
         """The ``count`` tokens of largest ``|value|``, largest first (NaN left out)."""
         known = np.flatnonzero(np.isfinite(self.values))
         order = known[np.argsort(-np.abs(self.values[known]), kind="stable")][:count]
         return [(int(i), self.tokens[i], float(self.values[i])) for i in order]
+
+
+def shaded_html(shaded: ShadedText, strongest: int = STRONGEST, *, ident: str = "") -> str:
+    """``shaded`` as static HTML (the page export): the caption, the text with each token's
+    shade and its note as a tooltip (in a box of id ``ident``, if given), and the strongest
+    tokens listed. Every text escaped."""
+    import html
+
+    def esc(text: str) -> str:
+        return html.escape(text, quote=True)
+
+    spans = "".join(
+        f'<span class="shaded-token" title="{esc(note)}"'
+        + (f' style="background: {shade}"' if (shade := shaded.shade(i)) else "")
+        + f">{esc(token)}</span>"
+        for i, (token, note) in enumerate(zip(shaded.tokens, shaded.notes, strict=True))
+    )
+    listed = ", ".join(f"<code>{esc(token)}</code> {value:+.3f}" for _, token, value in shaded.strongest(strongest))
+    box = f'<div class="shaded" id="{esc(ident)}">' if ident else '<div class="shaded">'
+    return f'<p class="meta">{esc(shaded.caption)}</p>\n{box}{spans}</div>\n' + (
+        f'<p class="meta">strongest ({esc(shaded.unit or "value")}): {listed}</p>' if listed else ""
+    )

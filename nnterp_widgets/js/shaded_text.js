@@ -15,6 +15,7 @@
  *   caption   Unicode    read   what the values are
  *   negative  Unicode    read   the shade of a negative value, "r, g, b"
  *   positive  Unicode    read   the shade of a positive value, "r, g, b"
+ *   full      Float      read   the opacity of a full shade
  *   selected  Int        r/w    the selected token (-1: none); the JS writes it on a click
  */
 
@@ -66,6 +67,7 @@ function render({ model, el }) {
     const notes = model.get("notes") || [];
     const half = model.get("half") || 1;
     const negative = model.get("negative");
+    const full = model.get("full");
     const positive = model.get("positive");
     caption.textContent = model.get("caption") || "";
     body.setAttribute("aria-label", model.get("caption") || "shaded text");
@@ -77,7 +79,7 @@ function render({ model, el }) {
       span.title = notes[i] || text;
       const value = values[i];
       if (Number.isFinite(value)) {
-        const alpha = Math.min(1, Math.abs(value) / half) * 0.85;
+        const alpha = Math.min(1, Math.abs(value) / half) * full;
         span.style.backgroundColor = `rgba(${value < 0 ? negative : positive}, ${alpha.toFixed(3)})`;
       } else {
         span.classList.add("nnw-shaded-unknown");
@@ -122,14 +124,14 @@ function render({ model, el }) {
     }
   });
   const redraw = () => draw();
-  for (const name of ["tokens", "values", "half", "notes", "strongest", "unit", "caption"]) {
+  for (const name of ["tokens", "values", "half", "notes", "strongest", "unit", "caption", "full"]) {
     model.on(`change:${name}`, redraw);
   }
   model.on("change:selected", marks);
   draw();
   return () => {
     ac.abort();
-    for (const name of ["tokens", "values", "half", "notes", "strongest", "unit", "caption"]) {
+    for (const name of ["tokens", "values", "half", "notes", "strongest", "unit", "caption", "full"]) {
       model.off(`change:${name}`, redraw);
     }
     model.off("change:selected", marks);

@@ -33,12 +33,16 @@ DATASET_TABLE_ESM: Path = JS_DIR / "dataset_table.js"
 DATASET_TABLE_CSS: Path = JS_DIR / "dataset_table.css"
 SHADED_TEXT_ESM: Path = JS_DIR / "shaded_text.js"
 SHADED_TEXT_CSS: Path = JS_DIR / "shaded_text.css"
+IN_VIEW_ESM: Path = JS_DIR / "in_view.js"
+IN_VIEW_CSS: Path = JS_DIR / "in_view.css"
 
 __all__ = [
     "ATTENTION_TOKENS_CSS",
     "ATTENTION_TOKENS_ESM",
     "DATASET_TABLE_CSS",
     "DATASET_TABLE_ESM",
+    "IN_VIEW_CSS",
+    "IN_VIEW_ESM",
     "JS_DIR",
     "MODULE_TREE_CSS",
     "MODULE_TREE_ESM",

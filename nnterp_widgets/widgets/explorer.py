@@ -26,6 +26,7 @@ from .contributions import ContributionPanel
 from .occlusion import OcclusionPanel
 from .steering import SteerPanel
 from .follow import FollowControl
+from .in_view import InView
 from .generation import GenerationView
 from .lens import LogitLens
 from .lifecycle import MAIN, STALE, Asking, close_all, one_at_a_time
@@ -40,6 +41,9 @@ DEFAULT_PROMPT = "The Eiffel Tower is in the city of"
 #: The value whose availability the attention view reports per step.
 PATTERN = "self_attn.attention_probabilities"
 
+
+#: Classes `InView` finds the explorer and its parts by.
+EXPLORER, ATTENTION, TOOLS = "nnw-explorer", "nnw-attention", "nnw-tools"
 
 #: What the attention view and the lens say while the engine starts.
 WAITING = "waiting for the engine to start: {what} appears with the first answer"
@@ -123,15 +127,23 @@ class Explorer(Asking, widgets.VBox):
         self.views = row([self.tree_box, self.readings], align="flex-start", grid_gap="12px")
         self.tools = widgets.Tab(children=[panel for _, panel in self._tool_tabs()])
         self.tools.titles = tuple(title for title, _ in self._tool_tabs())
+        # The tools' strip stays on screen (its style, with `InView`'s), and a tool opened
+        # or a linked change scrolls what it shows into view.
+        self.tools.add_class(TOOLS)
+        self.attention.add_class(ATTENTION)
+        self.in_view = InView()
+        self.tools.observe(lambda change: self.in_view.show(TOOLS), "selected_index")
         super().__init__(
             [
                 row([self.prompt_box, self.run_button, self.status_line], grid_gap="8px"),
                 self.ablation_line,
                 self.views,
                 self.tools,
+                self.in_view,
             ],
             **kwargs,
         )
+        self.add_class(EXPLORER)
         self.outlined_seconds: float | None = None
         self._unsubscribe = self.session.on_status(lambda status: self._kernel.call(self._on_session_status, status))
         if not self.session.ready:  # empty states that say what they wait for
@@ -305,6 +317,7 @@ class Explorer(Asking, widgets.VBox):
             layer, head = change["new"]
             self.attention.layer = layer
             self.attention.head = head
+            self.in_view.show(ATTENTION)
 
     def close(self) -> None:
         """Unsubscribe from the session and close every panel; an answer on its way is dropped."""

@@ -76,6 +76,7 @@ class IntegerBox(ipywidgets.HBox):
         )
         self.note = ipywidgets.HTML("")
         super().__init__([self.text, self.note], **kwargs)
+        self.add_class("nnw-integer")  # the browser tests find every number box by it
         self.value = int(value)
         self.text.observe(self._typed, "value")
         self.observe(self._set, "value")

@@ -51,7 +51,7 @@ class OcclusionPanel(ToolView, PlotPanel):
         return [ipywidgets.HBox([self.answer_box, self.mode_picker, self.measure_picker, self.run_button])]
 
     def export_section(self, selected_token: int = -1) -> str:
-        return "" if self.occlusion is None else occlusion_section(self.occlusion)
+        return "" if self.occlusion is None else occlusion_section(self.occlusion, self.measure_picker.value)
 
     @one_at_a_time
     def run(self) -> None:

@@ -12,7 +12,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ..figures.shaded import NEGATIVE, POSITIVE, ShadedText
+from ..figures.shaded import FULL_SHADE, NEGATIVE, POSITIVE, ShadedText
 from .assets import SHADED_TEXT_CSS, SHADED_TEXT_ESM
 
 __all__ = ["ShadedTextView"]
@@ -32,6 +32,7 @@ class ShadedTextView(anywidget.AnyWidget):
     caption = traitlets.Unicode("").tag(sync=True)
     negative = traitlets.Unicode(NEGATIVE).tag(sync=True)
     positive = traitlets.Unicode(POSITIVE).tag(sync=True)
+    full = traitlets.Float(FULL_SHADE).tag(sync=True)
     selected = traitlets.Int(-1).tag(sync=True)
 
     def show(self, shaded: ShadedText, strongest: int = 5) -> None:

@@ -144,6 +144,73 @@ def _overlaps(boxes: list) -> list:
     return found
 
 
+#: The lengths a user's prompt comes in (issue 36): a sentence, a paragraph, a document.
+LENGTHS = (16, 312, 2048)
+#: Where the screenshots at each length go: the README shows them.
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+#: A prompt of exactly ``n`` of the model's tokens, in the kernel: the paragraph repeated,
+#: cut at a token and decoded (re-tokenized, it is the same ``n`` tokens).
+TEXT_OF = (
+    "def text_of(n):\n"
+    "    ids = session.tokenizer()(' '.join([{sentence!r}] * (n // 10 + 2)))['input_ids'][:n]\n"
+    "    return session.tokenizer().decode(ids)\n"
+)
+#: Each main view's box and the tools' tab strip, against the screen JupyterLab shows.
+SCREEN_JS = """(root) => {
+  const scroller = root.closest('.jp-WindowedPanel-outer') || document.body;
+  const bottom = Math.min(window.innerHeight, scroller.getBoundingClientRect().bottom);
+  const box = (node) => { if (!node) return null; const r = node.getBoundingClientRect();
+                          return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+  const lens = [...root.querySelectorAll('.js-plotly-plot')].find(gd =>
+    (((gd._fullLayout || {}).title || {}).text || '').includes('logit lens'));
+  const strip = root.querySelector('.nnw-tools > .lm-TabBar');
+  return {bottom, prompt: box(root.querySelector('.widget-text input')), tree: box(root.querySelector('.nnw-mt')),
+          attention: box(root.querySelector('.nnw-attention .js-plotly-plot')),
+          tokens: box(root.querySelector('.nnw-att-text')), lens: box(lens), strip: box(strip),
+          stderr: document.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').length};
+}"""
+
+
+@pytest.mark.parametrize("length", LENGTHS)
+def test_at_each_length_the_four_views_fit_the_first_screen_unbroken(fresh, length):
+    p = fresh.page
+    explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
+    p.set_viewport_size({"width": 1600, "height": 1000})
+    p.evaluate(KERNEL_EXEC_JS, TEXT_OF.format(sentence=LONG.split(".")[0] + "."))
+    count = _kernel_json(
+        p, f"explorer.prompt_box.__setattr__('value', text_of({length})) or len(explorer.wait(600).tokens)"
+    )
+    assert abs(count - length) <= 2, count  # the decoded text re-tokenizes to (about) the same tokens
+    p.wait_for_function(
+        "(root) => !root.querySelector('.nnw-stale') && [...root.querySelectorAll('.js-plotly-plot')].some(gd =>"
+        " (((gd._fullLayout || {}).title || {}).text || '').includes('logit lens'))",
+        arg=explorer.element_handle(),
+        timeout=60_000,
+        polling=250,
+    )
+    p.wait_for_timeout(1000)  # plotly's relayout after the answer
+    explorer.evaluate("(root) => root.scrollIntoView({block: 'start'})")
+    p.wait_for_timeout(300)
+    layout = explorer.evaluate(LAYOUT_JS)
+    assert layout["overflow"] <= 1, layout["overflow"]  # no sideways scroll in the output area
+    for plot in layout["plots"]:
+        assert _overlaps(plot["x"]) == [] and _overlaps(plot["y"]) == [], plot["title"]  # labels thinned to fit
+        assert _overlaps(plot["heading"] + plot["tools"]) == [], plot  # no tool bar over a title
+        if plot["bar"] is not None:
+            assert plot["bar"] <= layout["right"] + 1, plot["title"]
+    screen = explorer.evaluate(SCREEN_JS)
+    for view in ("prompt", "tree", "attention", "tokens", "lens"):
+        assert screen[view] is not None, view
+        assert screen[view]["top"] >= 0 and screen[view]["top"] < screen["bottom"], (view, screen)
+    for view in ("prompt", "attention", "lens"):  # whole, not only begun
+        assert screen[view]["bottom"] <= screen["bottom"] + 1, (view, screen)
+    # The tools' tab strip is on the first screen too (it stays in view while the views fill it).
+    assert screen["strip"] is not None and screen["strip"]["bottom"] <= screen["bottom"] + 1, screen
+    assert screen["stderr"] == 0  # no vLLM or progress line under any cell
+    DOCS.mkdir(parents=True, exist_ok=True)
+    p.screenshot(path=str(DOCS / f"explorer_{length}_tokens.png"))
+
+
 def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
     p = fresh.page
     explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
@@ -242,3 +309,29 @@ def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
     assert shown["lines"] >= 2, shown  # longer than the line is wide: wrapped, not cut
     assert "tokens or fewer" in explorer.locator(".nnw-mt-error-msg").inner_text()
     _kernel_json(p, "session.__setattr__('memory_limit', None) or 0")
+
+
+#: The tools holding a number box, and how many each holds.
+NUMBER_BOXES = {"generation": 1, "steering": 2}
+
+
+def test_every_number_box_refuses_a_fraction_and_a_negative_in_place(fresh):
+    p = fresh.page
+    explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
+    for tool, expected in NUMBER_BOXES.items():
+        _kernel_json(p, f"explorer.show_tool({tool!r}) or 0")
+        boxes = explorer.locator(".nnw-integer:visible")
+        boxes.first.wait_for(timeout=10_000)
+        assert boxes.count() == expected, tool
+        for i in range(expected):
+            field, note = boxes.nth(i).locator("input"), boxes.nth(i).locator(".widget-html")
+            kept = field.input_value()
+            for typed in ("1.5", "-1"):
+                field.fill(typed)
+                field.press("Enter")
+                note.get_by_text("type a whole number").wait_for(timeout=10_000)
+                assert field.input_value() == typed  # kept as typed, never rounded or clamped
+                assert "from" in note.inner_text() or "at least" in note.inner_text()  # the range taken
+            field.fill(kept)
+            field.press("Enter")
+            p.wait_for_function("(note) => note.innerText.trim() === ''", arg=note.element_handle(), timeout=10_000)

@@ -57,7 +57,9 @@ def shaded():
 def page(browser, shaded):
     view = ShadedTextView()
     view.show(shaded, strongest=3)
-    initial = {name: getattr(view, name) for name in ("tokens", "half", "notes", "strongest", "unit", "caption")}
+    initial = {
+        name: getattr(view, name) for name in ("tokens", "half", "notes", "strongest", "unit", "caption", "full")
+    }
     initial.update(values=base64.b64encode(view.values).decode(), negative=NEGATIVE, positive=POSITIVE, selected=-1)
     view.close()
     page = browser.new_page()
@@ -76,9 +78,9 @@ def page(browser, shaded):
 def test_each_token_is_shaded_by_its_values_sign_and_size(page, shaded):
     shades = page.evaluate(SHADES)
     assert [s["text"] for s in shades] == list(shaded.tokens)
-    assert [s["alpha"] for s in shades] == pytest.approx(
-        [0.85 * shaded.alpha(i) for i in range(len(TEXTS))], abs=0.005
-    )  # CSS keeps 2 digits
+    # The browser draws each shade as the page export does (`ShadedText.shade`, one rule).
+    wanted = [float(shaded.shade(i).rsplit(",", 1)[1].rstrip(")")) if shaded.shade(i) else 0 for i in range(len(TEXTS))]
+    assert [s["alpha"] for s in shades] == pytest.approx(wanted, abs=0.005)  # CSS keeps 2 digits
     for shade, value in zip(shades, VALUES, strict=True):
         if np.isfinite(value) and value != 0:
             assert shade["rgb"] == (NEGATIVE if value < 0 else POSITIVE)
