@@ -98,6 +98,24 @@ def test_an_error_is_shown_in_the_view_re_raised_by_wait_and_the_next_request_is
     assert panel.status["state"] == "idle"
 
 
+def test_an_answer_left_under_an_error_is_dimmed_and_said_to_be_the_earlier_one(panel):
+    panel.run()
+    panel.session.asked[0][1].finish(occlusion("The Eiffel Tower is in"))
+    panel.wait(5)
+    assert STALE not in panel._dom_classes
+    panel.answer_box.value = ""  # refused before any request
+    panel.run()
+    with pytest.raises(RequestRefused):
+        panel.wait(1)
+    assert STALE in panel._dom_classes and "earlier one" in panel.message.value and "Eiffel" in panel.message.value
+    assert "empty" in panel.status["message"]  # the error itself, whole, on the status line
+    panel.answer_box.value = " Paris"
+    panel.run()
+    panel.session.asked[-1][1].finish(occlusion("The Eiffel Tower is in", 1.0))
+    panel.wait(5)
+    assert STALE not in panel._dom_classes and panel.message.value == ""
+
+
 def test_bad_input_refused_before_any_request_is_shown_at_once(panel):
     panel.answer_box.value = ""
     panel.run()

@@ -76,6 +76,8 @@ def close_all(widgets) -> None:
 STALE = "nnw-stale"
 #: What a tool's message line says while its answer is of an earlier prompt.
 STALE_NOTE = "of the earlier prompt {prompt!r}: run it again for this one"
+#: What a tool's message line says of the answer left under an error.
+FAILED_NOTE = "the answer shown is the earlier one{of}: this request failed"
 
 
 def wait_shown(
@@ -239,8 +241,21 @@ class Asking(OneAtATime):
         state.error = error
         try:
             self._show_error(error, line)
+            self._dim_under_error(line)
         finally:
             state.idle.set()
+
+    def _dim_under_error(self, line: str) -> None:
+        """A tool's answer left under an error is dimmed and said to be the earlier one
+        (its next answer clears it); the explorer dims its own views when it asks."""
+        if line != MAIN or not self._clears_stale or getattr(self, self._shown_as, None) is None:
+            return
+        if not hasattr(self, "message"):  # a view that says its error inside its own drawing (the tree)
+            return
+        self.add_class(STALE)
+        of = "" if self.shown_prompt is None else f" ({self.shown_prompt!r})"
+        self._stale_note = FAILED_NOTE.format(of=of)
+        self.message.value = self._stale_note
 
     def _show_error(self, error: BaseException, line: str = MAIN) -> None:
         """Say ``error`` on the view's status line; a view without one says it its own way."""
