@@ -312,7 +312,7 @@ def test_pooled_heatmap_says_what_each_cell_is_the_maximum_over():
     for axis in (fig.layout.xaxis, fig.layout.yaxis):  # hover: each cell's token range
         assert list(axis.tickvals) == [0, 1, 2] and list(axis.ticktext) == labels
     assert list(fig.layout.xaxis2.ticktext) == ["0", "3", "6"]  # drawn: each block's first position
-    assert "max over 3×3" in fig.layout.title.text
+    assert "max of 3×3 blocks" in fig.layout.title.text and "click to zoom" in trace.hovertemplate
     assert_no_markup(fig)
     # The selected token's row and column are its cells'.
     shapes = {s.name: s for s in attention_figure(panel, 0, selected_token=4).layout.shapes}
@@ -941,7 +941,10 @@ def test_widgets_in_chromium_through_plotlys_widget_bundle(tmp_path):
                 (text,) = hover("pooled", 1, 2)
                 weight = _pooled(panel_of(short, 1), 3).head(2)[2, 1]
                 empty = html.unescape(escape_token(TEXTS[5]))  # shown as a sign, not as nothing
-                assert text == f"max over queries 6..7 ($x$ … ␣the)keys 3..5 (␣cat … {empty})weight {weight:.4f}"
+                assert (
+                    text
+                    == f"max over queries 6..7 ($x$ … ␣the)keys 3..5 (␣cat … {empty})weight {weight:.4f}click to zoom"
+                )
                 (text,) = hover("lens", 3, 1)
                 top = lens_hover(short.lens, 1, 3)
                 assert text == "layers[1], position 3: ␣cat" + "".join(

@@ -931,10 +931,13 @@ def test_the_tools_are_tabs_under_the_lens(explorer):
     assert explorer.tools.children[explorer.tools.selected_index] is explorer.patching
     # the opened tool is brought into view (the browser scrolls to the element of that class)
     assert explorer.in_view.asked == asked + 1 and explorer.in_view.target in explorer.tools._dom_classes
+    assert explorer.tool_strip.value == "patching"  # the strip shows the tool open
+    explorer.tool_strip.value = "occlusion"  # a click on the strip opens it
+    assert explorer.tools.children[explorer.tools.selected_index] is explorer.occlusion
     with pytest.raises(ValueError, match="the tabs are generation"):
         explorer.show_tool("lens")
     # a head clicked in the attribution map: the attention view shows it, brought into view
     explorer.attribution.selected_head = (1, 1)
     assert (explorer.attention.layer, explorer.attention.head) == (1, 1)
-    assert explorer.in_view.asked == asked + 2 and explorer.in_view.target in explorer.attention._dom_classes
+    assert explorer.in_view.asked == asked + 3 and explorer.in_view.target in explorer.attention._dom_classes
     assert "nnw-explorer" in explorer._dom_classes and explorer.in_view in explorer.children

@@ -170,7 +170,9 @@ def attention_figure(panel: AttentionPattern, head: int, selected_token: int = -
     else:
         y_labels = [block_label(panel, *span) for span in panel.query_ranges()]
         x_labels = [block_label(panel, *span) for span in panel.key_ranges()]
-        title = f"layers[{panel.layer}] head {head} · max over {panel.block}×{panel.block}-token blocks (click to zoom)"
+        # Short, and drawn at the tool figures' title size (below), to stay clear of plotly's
+        # tool bar at the figure's narrowest; the hover says what a cell is the maximum over.
+        title = f"layers[{panel.layer}] head {head} · max of {panel.block}×{panel.block} blocks"
     heatmap = dict(
         z=z,
         x=xs,
@@ -183,7 +185,7 @@ def attention_figure(panel: AttentionPattern, head: int, selected_token: int = -
         name=f"head {head}",
     )
     layout = dict(
-        title=dict(text=title),
+        title=dict(text=title, font=dict(size=13)),
         uirevision=f"attention:{len(panel.tokens)}:{panel.block}:{panel.query_start}:{panel.key_start}",
         shapes=attention_selection(panel, selected_token),
         width=ATTENTION_WIDTH,
@@ -237,7 +239,7 @@ def attention_figure(panel: AttentionPattern, head: int, selected_token: int = -
             template = "query %{y:d}: %{y}<br>key %{x:d}: %{x}<br>weight %{z:.4f}<extra></extra>"
             drawn_y, drawn_x, names = y_labels, x_labels, ("key", "query")
         else:
-            template = "max over queries %{y}<br>keys %{x}<br>weight %{z:.4f}<extra></extra>"
+            template = "max over queries %{y}<br>keys %{x}<br>weight %{z:.4f}<br>click to zoom<extra></extra>"
             # Drawn ticks: each labelled cell's first token position.
             drawn_y = [str(first) for first, _ in panel.query_ranges()]
             drawn_x = [str(first) for first, _ in panel.key_ranges()]

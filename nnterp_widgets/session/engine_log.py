@@ -77,20 +77,23 @@ def failure_note(path: Path | None, lines: int = TAIL_LINES) -> str:
 
 @contextlib.contextmanager
 def stderr_into(path: Path | None) -> Iterator[None]:
-    """The process's standard error (file descriptor 2, so C++ warnings, Python warnings
-    and progress bars alike) appended to ``path`` for the duration: for a command-line
-    program whose terminal should show only what it prints. Not for a kernel, whose
-    standard error the notebook does not show. ``None``: left as it is."""
+    """The process's standard error appended to ``path`` for the duration: file descriptor
+    2 (C++ warnings, and what the engine's processes started meanwhile inherit) and
+    Python's ``sys.stderr`` (warnings, progress bars; in a kernel it is the cell's stream,
+    not descriptor 2). For the engine's start, whose lines a terminal or a notebook cell
+    should not show: a command-line program's run, a session's start in a kernel.
+    ``None``: left as it is."""
     if path is None:
         yield
         return
     sys.stderr.flush()
     saved = os.dup(2)
     try:
-        with open(path, "ab") as log:
+        with open(path, "ab") as log, open(path, "a", encoding="utf-8") as text:
             os.dup2(log.fileno(), 2)
             try:
-                yield
+                with contextlib.redirect_stderr(text):
+                    yield
             finally:
                 sys.stderr.flush()
                 os.dup2(saved, 2)

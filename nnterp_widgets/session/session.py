@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy as np
 
 from .. import interventions, requests
-from .engine_log import failure_note, route_engine_logs
+from .engine_log import failure_note, route_engine_logs, stderr_into
 from .batch import Batch
 from .job import Job, resolved
 from .kernel_thread import KernelThread
@@ -212,6 +212,13 @@ class Session:
         # Where a caller's own logging config (or an engine started before this one) keeps
         # vLLM's handler on the terminal, its warnings only (a caller's setting wins).
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        # What vLLM, torch and transformers print on the way (import notes, warnings, the
+        # checkpoint's loading bars) goes there too: the model's conversion says its progress
+        # on the session's bar.
+        with stderr_into(self.log_path):
+            return self._build_engine()
+
+    def _build_engine(self):
         from ..engine.platform import default_dtype, in_process_default
         from ..engine.standardized import StandardizedVLLM
 

@@ -43,7 +43,7 @@ PATTERN = "self_attn.attention_probabilities"
 
 
 #: Classes `InView` finds the explorer and its parts by.
-EXPLORER, ATTENTION, TOOLS = "nnw-explorer", "nnw-attention", "nnw-tools"
+EXPLORER, ATTENTION, TOOLS, TOOL_STRIP = "nnw-explorer", "nnw-attention", "nnw-tools", "nnw-tool-strip"
 
 #: What the attention view and the lens say while the engine starts.
 WAITING = "waiting for the engine to start: {what} appears with the first answer"
@@ -127,8 +127,16 @@ class Explorer(Asking, widgets.VBox):
         self.views = row([self.tree_box, self.readings], align="flex-start", grid_gap="12px")
         self.tools = widgets.Tab(children=[panel for _, panel in self._tool_tabs()])
         self.tools.titles = tuple(title for title, _ in self._tool_tabs())
-        # The tools' strip stays on screen (its style, with `InView`'s), and a tool opened
-        # or a linked change scrolls what it shows into view.
+        # The tools are picked on a strip of their own, a child of the explorer's box: it
+        # stays on screen (sticky at the bottom of the notebook while the views fill it;
+        # the Tab's own bar, at its top, could not be held there), and its style hides the
+        # Tab's bar. A tool picked, or a linked change, scrolls what it shows into view.
+        self.tool_strip = widgets.ToggleButtons(
+            options=self.tools.titles, index=0, tooltips=[f"open the {title} tool" for title in self.tools.titles]
+        )
+        self.tool_strip.style.button_width = "auto"
+        self.tool_strip.add_class(TOOL_STRIP)
+        traitlets.link((self.tool_strip, "index"), (self.tools, "selected_index"))
         self.tools.add_class(TOOLS)
         self.attention.add_class(ATTENTION)
         self.in_view = InView()
@@ -138,6 +146,7 @@ class Explorer(Asking, widgets.VBox):
                 row([self.prompt_box, self.run_button, self.status_line], grid_gap="8px"),
                 self.ablation_line,
                 self.views,
+                self.tool_strip,
                 self.tools,
                 self.in_view,
             ],

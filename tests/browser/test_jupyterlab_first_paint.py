@@ -106,7 +106,7 @@ def test_the_tree_is_drawn_before_the_engine_is_ready_and_the_answer_after(lab, 
 LONG = " ".join(["The Eiffel Tower is in Paris, and the Colosseum is in Rome."] * 22)  # about 300 tokens
 #: The explorer's layout at a long prompt: the output area's overflow, each figure's drawn
 #: tick labels' boxes, its colour bar's right edge, and which panels are dimmed.
-LAYOUT_JS = """(root) => {
+LAYOUT_JS = r"""(root) => {
   const area = root.closest('.jp-OutputArea') || root;
   const box = area.getBoundingClientRect();
   const plots = [...root.querySelectorAll('.js-plotly-plot')].map(gd => {
@@ -114,7 +114,22 @@ LAYOUT_JS = """(root) => {
     const boxes = (sel) => [...gd.querySelectorAll(sel)].map(t => t.getBoundingClientRect())
       .filter(r => r.width > 0).map(r => [r.left, r.right, r.top, r.bottom]);
     const bar = gd.querySelector('.colorbar');
-    return {title, x: boxes('.xaxislayer-above .xtick text, .xaxislayer-above .x2tick text'),
+    // Rotated labels (plotly turns them when they do not fit level): their bounding boxes
+    // overlap while the text does not, so each is given as its anchor along the axis, the
+    // angle and its line height: two overlap when their distance across the text is less.
+    const turned = [...gd.querySelectorAll('.xaxislayer-above .xtick text, .xaxislayer-above .x2tick text')]
+      .map(t => [t, /rotate\((-?[\d.]+)/.exec(t.getAttribute('transform') || '')])
+      .filter(([t, m]) => m && Math.abs(parseFloat(m[1])) > 1 && t.getBoundingClientRect().width > 0)
+      .map(([t, m]) => {
+        // the label's end nearest the axis (its anchor at the tick), on the screen
+        const ctm = t.getScreenCTM(), n = t.getNumberOfChars();
+        const first = t.getStartPositionOfChar(0).matrixTransform(ctm);
+        const last = t.getEndPositionOfChar(n - 1).matrixTransform(ctm);
+        return {at: (first.y < last.y ? first : last).x, angle: parseFloat(m[1]), text: t.textContent,
+                height: parseFloat(getComputedStyle(t).fontSize)};
+      });
+    return {title, turned, x: boxes('.xaxislayer-above .xtick text, .xaxislayer-above .x2tick text')
+              .filter((b, i, all) => turned.length === 0),
             y: boxes('.yaxislayer-above .ytick text, .yaxislayer-above .y2tick text'),
             bar: bar ? bar.getBoundingClientRect().right : null,
             // the title and the tool bar plotly shows on hover (laid out while hidden)
@@ -134,6 +149,18 @@ LAYOUT_JS = """(root) => {
 }"""
 
 
+def _turned_overlaps(turned: list) -> list:
+    """Pairs of neighbouring rotated tick labels closer, across their text, than a line."""
+    import math
+
+    ticks = sorted(turned, key=lambda t: t["at"])
+    return [
+        (a, b)
+        for a, b in zip(ticks, ticks[1:], strict=False)
+        if (b["at"] - a["at"]) * abs(math.sin(math.radians(a["angle"]))) < a["height"] - 1
+    ]
+
+
 def _overlaps(boxes: list) -> list:
     """Pairs of tick label boxes that overlap (by more than a pixel each way)."""
     found = []
@@ -147,7 +174,7 @@ def _overlaps(boxes: list) -> list:
 #: The lengths a user's prompt comes in (issue 36): a sentence, a paragraph, a document.
 LENGTHS = (16, 312, 2048)
 #: Where the screenshots at each length go: the README shows them.
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: A prompt of exactly ``n`` of the model's tokens, in the kernel: the paragraph repeated,
 #: cut at a token and decoded (re-tokenized, it is the same ``n`` tokens).
 TEXT_OF = (
@@ -163,11 +190,17 @@ SCREEN_JS = """(root) => {
                           return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
   const lens = [...root.querySelectorAll('.js-plotly-plot')].find(gd =>
     (((gd._fullLayout || {}).title || {}).text || '').includes('logit lens'));
-  const strip = root.querySelector('.nnw-tools > .lm-TabBar');
+  const strip = root.querySelector('.nnw-tool-strip');
   return {bottom, prompt: box(root.querySelector('.widget-text input')), tree: box(root.querySelector('.nnw-mt')),
           attention: box(root.querySelector('.nnw-attention .js-plotly-plot')),
           tokens: box(root.querySelector('.nnw-att-text')), lens: box(lens), strip: box(strip),
-          stderr: document.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').length};
+          // what could hold the strip in place: its ancestors that clip or scroll
+          clipping: (() => { const out = []; for (let n = strip && strip.parentElement; n && n !== scroller;
+                       n = n.parentElement) { const c = getComputedStyle(n); if (c.overflowY !== 'visible' ||
+                       c.contain !== 'none') out.push(n.className + ' ' + c.overflowY + ' ' + c.contain); }
+                       return out; })(),
+          stderr: [...document.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+                    .map(e => e.textContent.slice(0, 400))};
 }"""
 
 
@@ -195,6 +228,7 @@ def test_at_each_length_the_four_views_fit_the_first_screen_unbroken(fresh, leng
     assert layout["overflow"] <= 1, layout["overflow"]  # no sideways scroll in the output area
     for plot in layout["plots"]:
         assert _overlaps(plot["x"]) == [] and _overlaps(plot["y"]) == [], plot["title"]  # labels thinned to fit
+        assert _turned_overlaps(plot["turned"]) == [], plot["title"]
         assert _overlaps(plot["heading"] + plot["tools"]) == [], plot  # no tool bar over a title
         if plot["bar"] is not None:
             assert plot["bar"] <= layout["right"] + 1, plot["title"]
@@ -205,10 +239,12 @@ def test_at_each_length_the_four_views_fit_the_first_screen_unbroken(fresh, leng
     for view in ("prompt", "attention", "lens"):  # whole, not only begun
         assert screen[view]["bottom"] <= screen["bottom"] + 1, (view, screen)
     # The tools' tab strip is on the first screen too (it stays in view while the views fill it).
-    assert screen["strip"] is not None and screen["strip"]["bottom"] <= screen["bottom"] + 1, screen
-    assert screen["stderr"] == 0  # no vLLM or progress line under any cell
-    DOCS.mkdir(parents=True, exist_ok=True)
-    p.screenshot(path=str(DOCS / f"explorer_{length}_tokens.png"))
+    assert screen["strip"] is not None and screen["strip"]["bottom"] <= screen["bottom"] + 1, (
+        screen["strip"],
+        screen["clipping"],
+    )
+    assert screen["stderr"] == []  # no vLLM or progress line under any cell
+    p.screenshot(path=str(DOCS / f"explorer_trained_{length}_tokens.png"))
 
 
 def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
@@ -256,6 +292,7 @@ def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
     assert layout["overflow"] <= 1, layout["overflow"]  # no sideways scroll in the output area
     for plot in layout["plots"]:
         assert _overlaps(plot["x"]) == [] and _overlaps(plot["y"]) == [], plot["title"]
+        assert _turned_overlaps(plot["turned"]) == [], plot["title"]
         if plot["bar"] is not None:
             assert plot["bar"] <= layout["right"] + 1, plot["title"]  # the colour bar in view
         assert _overlaps(plot["heading"] + plot["tools"]) == [], plot  # no tool covers the title

@@ -114,7 +114,7 @@ def test_a_patching_sweep_draws_the_effect_map_with_token_labels(notebook):
     page, explorer = notebook
     p = page.page
     explorer.locator(tour.TOOL_TAB, has_text="patching").first.click()  # the tools are tabs
-    button = explorer.locator("button").filter(has_text="patch").filter(has_not_text="ablat")
+    button = explorer.get_by_role("button", name="patch", exact=True)  # not the "patching" tab
     asked = "explorer.patching._asked"  # how many sweeps the panel has asked for
     for _ in range(2):
         # The figures above may still be re-laying out after the last test's re-run: a

@@ -596,8 +596,8 @@ def test_static_export_renders_offline(lab, context, tour):
 
 # ------------------------------------------------------------------------ generation (issue 16)
 
-#: A tab of the explorer's tools (ipywidgets' Tab is a Lumino tab bar).
-TOOL_TAB = ".lm-TabBar-tab"
+#: A tool's button on the explorer's tool strip (ipywidgets' ToggleButtons).
+TOOL_TAB = ".nnw-tool-strip button"
 PATTERN_ROW = '[role=treeitem][data-key$="layers.0.self_attn.attention_probabilities"]'
 GENERATE_S = 120  # one generation: one engine request, then the figure and the slider
 
