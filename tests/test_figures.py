@@ -353,7 +353,7 @@ def test_head_grid_one_trace_per_head_bounded_by_max_side():
     panel = panel_of(make_result([f"t{i}" for i in range(100)], layers=1, heads=6), 0)
     fig = head_grid_figure(panel, max_side=16)
     assert len(fig.data) == 6
-    assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(6)]
+    assert [a.text for a in fig.layout.annotations] == [str(h) for h in range(6)]  # five columns: numbers
     for h, trace in enumerate(fig.data):
         z = np.asarray(trace.z)
         assert z.dtype == np.float32 and z.shape[0] <= 16 and z.shape[1] <= 16 and z.size <= 16**2
@@ -1297,28 +1297,33 @@ def test_every_widget_figure_and_the_export_take_the_short_tool_bar():
 
 
 def test_the_head_grid_keeps_to_three_rows_however_many_heads():
-    from nnterp_widgets.figures.attention import GRID_ROWS, GRID_WIDTH, SHOWN_MARK, grid_shape
+    from nnterp_widgets.figures.attention import ABLATED_MARK, GRID_ROWS, GRID_WIDTH, SHOWN_MARK, grid_shape
 
     assert [grid_shape(h) for h in (1, 2, 4, 9, 12, 14, 32, 64)] == [
         (1, 1),
         (1, 2),
         (1, 4),
-        (3, 4),  # the trained model: as before
-        (3, 4),
+        (2, 5),  # the trained model: two rows, so the grid and the token view stay as short as the heatmap
+        (3, 5),
         (3, 5),
         (3, 11),
         (3, 22),
     ]
-    tall = head_grid_figure(panel_of(make_result(heads=32), 0), shown=3)
-    nine = head_grid_figure(panel_of(make_result(heads=9), 0), shown=3)
-    for fig, heads in ((tall, 32), (nine, 9)):
+    tall = head_grid_figure(panel_of(make_result(heads=32), 0), shown=3, ablated=(5,))
+    nine = head_grid_figure(panel_of(make_result(heads=9), 0), shown=3, ablated=(5,))
+    four = head_grid_figure(panel_of(make_result(heads=4), 0), shown=3, ablated=(1,))
+    for fig, heads, rows in ((tall, 32, GRID_ROWS), (nine, 9, 2)):
         assert len(fig.data) == heads and fig.layout.width == GRID_WIDTH
-        rows = {trace.yaxis for trace in fig.data}
-        assert len({fig.layout[axis.replace("y", "yaxis")].domain for axis in rows}) == GRID_ROWS
+        axes = {trace.yaxis for trace in fig.data}
+        assert len({fig.layout[axis.replace("y", "yaxis")].domain for axis in axes}) == rows
     assert tall.layout.height < nine.layout.height  # narrower columns, square cells: shorter rows
     titles = [a.text for a in tall.layout.annotations if a.text != tall.layout.title.text]
     assert titles[3] == f"{SHOWN_MARK}3" and titles[31] == "31"  # a number alone in a narrow column
-    assert [a.text for a in nine.layout.annotations][3] == f"{SHOWN_MARK}head 3"
+    assert titles[5] == "5 ✕" and "(ablated)" in tall.data[5].hovertemplate  # short mark; the hover says it
+    assert "(ablated)" not in tall.data[4].hovertemplate
+    assert [a.text for a in nine.layout.annotations][3] == f"{SHOWN_MARK}3"  # five columns: numbers
+    named = [a.text for a in four.layout.annotations]
+    assert named[3] == f"{SHOWN_MARK}head 3" and named[1] == f"head 1{ABLATED_MARK}"  # room for names
 
 
 def test_attribution_names_its_largest_heads_and_mlps_with_their_sign():

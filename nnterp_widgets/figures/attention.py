@@ -34,11 +34,12 @@ HOVER_TEXT_MAX_TOKENS = 256
 
 
 #: Sizes that put the tree, the heatmap with its head grid, and the lens on one screen
-#: (1600 x 1000, JupyterLab): the heatmap's size, the head grid's width, a lens row's height.
+#: (JupyterLab's page in a 1600 x 1000 window: 1600 x 857): the heatmap's size, the head
+#: grid's width.
 ATTENTION_WIDTH = 430
 
 
-ATTENTION_HEIGHT = 300
+ATTENTION_HEIGHT = 250
 
 
 GRID_WIDTH = 300
@@ -47,8 +48,11 @@ GRID_WIDTH = 300
 #: The head grid: at least `GRID_COLS` columns, at most `GRID_ROWS` rows (more heads take
 #: more, narrower columns: a 32-head layer is 3 rows of 11), so the grid and the token view
 #: under it stay as tall as the heatmap beside them; square cells, `GRID_FRAME_PX` across
-#: the margins; past `GRID_COLS` columns a head's title is its number alone.
-GRID_COLS = 4
+#: the margins; past `GRID_NAMED_COLS` columns a head's title is its number alone.
+GRID_COLS = 5
+
+
+GRID_NAMED_COLS = 4
 
 
 GRID_ROWS = 3
@@ -158,7 +162,11 @@ def attention_figure(panel: AttentionPattern, head: int, selected_token: int = -
     z = np.ascontiguousarray(panel.head(head), dtype=np.float32)
     first_key = panel.key_start == 0
     top = head_scale(z, first_key)
-    scale_note = "weight" if top >= 1.0 else f"weight (to {top:.2f}{'; first token saturates' if first_key else ''})"
+    # Along a 150 px bar: about 22 characters (the hover has each cell's weight).
+    if top >= 1.0:
+        scale_note = "weight"
+    else:
+        scale_note = f"to {top:.2f} (key 0 more)" if first_key else f"weight to {top:.2f}"
     ys, xs = attention_axes(panel)
     if panel.exact:
         texts = panel.tokens.texts
@@ -266,11 +274,16 @@ SHOWN_MARK = "▶ "
 ABLATED_MARK = " ✕ ablated"
 
 
+#: The ablated mark in a narrow column (the grid's title says what ✕ means there).
+ABLATED_SHORT = " ✕"
+
+
 def head_title(head: int, shown: bool, ablated: bool, compact: bool = False) -> str:
     """A head's title in the grid: marked when it is the one shown, and when it is ablated
     (``compact``: its number alone, for a grid of narrow columns)."""
     name = str(head) if compact else f"head {head}"
-    return f"{SHOWN_MARK if shown else ''}{name}{ABLATED_MARK if ablated else ''}"
+    mark = (ABLATED_SHORT if compact else ABLATED_MARK) if ablated else ""
+    return f"{SHOWN_MARK if shown else ''}{name}{mark}"
 
 
 def grid_shape(heads: int) -> tuple[int, int]:
@@ -293,7 +306,7 @@ def head_grid_figure(
     """
     heads = panel.num_heads
     rows, cols = grid_shape(heads)
-    compact = cols > GRID_COLS
+    compact = cols > GRID_NAMED_COLS
     fig = make_subplots(
         rows=rows,
         cols=cols,
@@ -311,7 +324,7 @@ def head_grid_figure(
                 colorscale=COLORSCALE,
                 showscale=False,
                 name=f"head {h}",
-                hovertemplate=f"head {h}<br>weight %{{z:.3f}}<extra></extra>",
+                hovertemplate=f"head {h}{' (ablated)' if h in ablated else ''}<br>weight %{{z:.3f}}<extra></extra>",
             ),
             row=h // cols + 1,
             col=h % cols + 1,

@@ -25,11 +25,13 @@ from .common import (
 )
 
 
-LENS_ROW_PX = 11
+#: A lens row's height: 30 layers in 270 px put the lens under the attention view on the
+#: first screen of JupyterLab's 1600 x 857 page.
+LENS_ROW_PX = 9
 
 
 #: Under a lens's columns: room for their rotated labels, and for the axis's title.
-LENS_LABELS_PX = 60
+LENS_LABELS_PX = 54
 
 
 LENS_AXIS_TITLE_PX = 18
@@ -37,10 +39,17 @@ LENS_AXIS_TITLE_PX = 18
 
 #: The lens's layer labels' and cells' font sizes: small enough that a label (about 1.2x
 #: its size tall) fits a row without overlapping the next.
-LENS_TICK_FONT = 8
+LENS_TICK_FONT = 7
 
 
-LENS_CELL_FONT = 9
+LENS_CELL_FONT = 8
+
+
+#: Above a lens: its title, at the tool figures' title size.
+LENS_TITLE_PX = 24
+
+
+LENS_TITLE_FONT = 13
 
 
 #: A lens column is this wide while its cell labels are drawn (``CELL_TEXT_CHARS`` at 10 px a character, at most).
@@ -187,7 +196,7 @@ def lens_layout(
     count, layers = len(labels), len(layer_labels)
     below = LENS_LABELS_PX + (LENS_AXIS_TITLE_PX if axis_title else 0)
     return dict(
-        title=dict(text=title),
+        title=dict(text=title, font=dict(size=LENS_TITLE_FONT), y=1, yanchor="top", yref="container", pad=dict(t=4)),
         xaxis=token_axis(labels, start, **(dict(title=dict(text=axis_title)) if axis_title else {})),
         yaxis=dict(
             tickmode="array",
@@ -201,8 +210,8 @@ def lens_layout(
         shapes=selection_shapes(start + count, selected, row=False, column=True, rows=layers),
         uirevision=f"{revision}:{start}:{count}:{layers}",
         width=lens_width(count),
-        height=max(260, LENS_ROW_PX * layers + 32 + below),
-        margin=dict(l=80, r=10, t=32, b=below),
+        height=max(220, LENS_ROW_PX * layers + LENS_TITLE_PX + below),
+        margin=dict(l=80, r=10, t=LENS_TITLE_PX, b=below),
         hovermode="closest",
     )
 

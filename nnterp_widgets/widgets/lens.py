@@ -73,7 +73,7 @@ class LogitLens(Asking, PlotPanel):
         self.view_picker = ipywidgets.ToggleButtons(
             options=["heatmap", "table"], value="heatmap", tooltips=["colours", "the words"]
         )
-        self.view_picker.style.button_width = "76px"  # "heatmap" whole in JupyterLab's font
+        self.view_picker.style.button_width = "90px"  # "heatmap" whole in JupyterLab's font
         #: The window as a table of words (shown instead of the heatmap in "table").
         self.table = ipywidgets.HTML("")
         super().__init__([row([self.view_picker, self.controls], grid_gap="8px")], ("figure",), **kwargs)

@@ -132,6 +132,9 @@ LAYOUT_JS = r"""(root) => {
               .filter((b, i, all) => turned.length === 0),
             y: boxes('.yaxislayer-above .ytick text, .yaxislayer-above .y2tick text'),
             bar: bar ? bar.getBoundingClientRect().right : null,
+            // the colour bar's title against the figure's own box (plotly cuts what runs past it)
+            barTitle: boxes('.colorbar .cbtitle text'), frame: (r => [r.left, r.right, r.top, r.bottom])(
+              (gd.querySelector('.main-svg') || gd).getBoundingClientRect()),
             // the title and the tool bar plotly shows on hover (laid out while hidden)
             heading: boxes('.gtitle'), tools: boxes('.modebar')};
   });
@@ -171,6 +174,8 @@ def _overlaps(boxes: list) -> list:
     return found
 
 
+#: The page a 1600x1000 Chromium window shows (issue 36): the first screen the views must fit.
+PAGE = {"width": 1600, "height": 857}
 #: The lengths a user's prompt comes in (issue 36): a sentence, a paragraph, a document.
 LENGTHS = (16, 312, 2048)
 #: Where the screenshots at each length go: the README shows them.
@@ -208,7 +213,7 @@ SCREEN_JS = """(root) => {
 def test_at_each_length_the_four_views_fit_the_first_screen_unbroken(fresh, length):
     p = fresh.page
     explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
-    p.set_viewport_size({"width": 1600, "height": 1000})
+    p.set_viewport_size(PAGE)
     p.evaluate(KERNEL_EXEC_JS, TEXT_OF.format(sentence=LONG.split(".")[0] + "."))
     count = _kernel_json(
         p, f"explorer.prompt_box.__setattr__('value', text_of({length})) or len(explorer.wait(600).tokens)"
@@ -232,12 +237,16 @@ def test_at_each_length_the_four_views_fit_the_first_screen_unbroken(fresh, leng
         assert _overlaps(plot["heading"] + plot["tools"]) == [], plot  # no tool bar over a title
         if plot["bar"] is not None:
             assert plot["bar"] <= layout["right"] + 1, plot["title"]
+        for title in plot["barTitle"]:  # the scale's title whole, not cut at the figure's edge
+            assert title[2] >= plot["frame"][2] - 1 and title[3] <= plot["frame"][3] + 1, (plot["title"], title)
+    assert any(plot["barTitle"] for plot in layout["plots"]), layout["plots"]  # the check above saw titles
     screen = explorer.evaluate(SCREEN_JS)
     for view in ("prompt", "tree", "attention", "tokens", "lens"):
         assert screen[view] is not None, view
         assert screen[view]["top"] >= 0 and screen[view]["top"] < screen["bottom"], (view, screen)
     for view in ("prompt", "attention", "lens"):  # whole, not only begun
         assert screen[view]["bottom"] <= screen["bottom"] + 1, (view, screen)
+    assert screen["lens"]["bottom"] <= screen["strip"]["top"] + 1, screen  # not under the held strip
     # The tools' tab strip is on the first screen too (it stays in view while the views fill it).
     assert screen["strip"] is not None and screen["strip"]["bottom"] <= screen["bottom"] + 1, (
         screen["strip"],
@@ -250,7 +259,7 @@ def test_at_each_length_the_four_views_fit_the_first_screen_unbroken(fresh, leng
 def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
     p = fresh.page
     explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
-    p.set_viewport_size({"width": 1600, "height": 1000})
+    p.set_viewport_size(PAGE)
     count, dimmed = _kernel_json(
         p,
         f"explorer.prompt_box.__setattr__('value', {LONG!r}) or [len(session.tokens({LONG!r})),"
