@@ -44,7 +44,9 @@ def pytest_configure(config):
 
 ENGINE_KWARGS = dict(dtype="float32", gpu_memory_utilization=0.3, max_model_len=512)
 #: The fixtures that start an engine: a test using one (even indirectly) is marked ``engine``.
-ENGINE_FIXTURES = frozenset({"engine", "engine_factory", "engines", "session", "trained_session", "kernel_env", "lab"})
+ENGINE_FIXTURES = frozenset(
+    {"engine", "engine_factory", "engines", "session", "trained_session", "gemma_session", "kernel_env", "lab"}
+)
 BROWSER_DIR = Path(__file__).resolve().parent / "browser"
 #: The token display rule's cases (tests/token_cases.json), shared by every implementation's tests.
 TOKEN_CASES = json.loads(Path(__file__).with_name("token_cases.json").read_text(encoding="utf-8"))["cases"]

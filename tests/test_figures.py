@@ -1205,6 +1205,7 @@ def test_the_graph_of_a_long_prompt_draws_its_routes_at_a_readable_width():
     fig = contribution_figure(picture)
     assert list(fig.layout.xaxis.ticktext) == ["…7", "w7·7", "…112", "w120·120", "…278", f"w{count - 1}·{count - 1}"]
     assert fig.layout.xaxis.range == (-0.5, picture.width - 0.5)
+    assert fig.layout.dragmode == "zoom" and not fig.layout.xaxis.fixedrange and not fig.layout.yaxis.fixedrange
     assert picture.summary in fig.layout.title.text and picture.summary.startswith(
         f"{len(picture.edges)} edges (2 attention)"
     )

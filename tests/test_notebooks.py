@@ -103,6 +103,19 @@ def test_notebook_runs(path, kernel_env, tmp_path):
         if o.get("output_type") == "stream" and o.get("name") == "stderr"
     ]
     assert not [text for text in noise if any(mark in text for mark in VLLM_NOISE)], noise
+    if path.name == "tour.ipynb":  # the tour is quiet: nothing on stderr under any cell
+        assert noise == [], noise
+        # and it ends with the explorer in view: its last output is the first cell's explorer
+        def views(cell) -> list:
+            return [
+                o["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+                for o in cell.get("outputs", [])
+                if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+            ]
+
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        made = next(c for c in code if "".join(c.source).startswith("explorer = Explorer("))
+        assert views(code[-1]) == views(made) != [], (views(code[-1]), views(made))
     # a notebook that ran produced something: every code cell got an execution count
     assert all(c.get("execution_count") for c in nb.cells if c.cell_type == "code" and "".join(c.source).strip())
 

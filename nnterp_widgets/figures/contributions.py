@@ -204,6 +204,8 @@ def contribution_figure(picture: RoutePicture) -> go.Figure:
             range=[-0.5, levels - 0.5],
             showgrid=False,
         ),
+        # A drag zooms into a stretch of positions and layers; a double click goes back.
+        dragmode="zoom",
         uirevision="contributions",
     )
     return fig

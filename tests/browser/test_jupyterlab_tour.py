@@ -582,7 +582,10 @@ def test_static_export_renders_offline(lab, context, tour):
         # generation) follow them on the page.
         assert [plot["types"][0] for plot in plots[:2]] == ["heatmap", "heatmap"]
         # the widget's own JS drew the saved tree: the same chips, reasons and labels
-        chips = p.evaluate("() => [...document.querySelectorAll('.nnw-mt-chip')].map(c => c.textContent)")
+        # the first tree (the tour shows the explorer again at its end: the same chips)
+        chips = p.evaluate(
+            "() => [...document.querySelector('.nnw-mt').querySelectorAll('.nnw-mt-chip')].map(c => c.textContent)"
+        )
         assert "".join(chips) == show_token(NOTEBOOK_PROMPT)
         assert plots[0]["xticks"] == chips
         assert GATED_REASON in p.locator('.nnw-mt-off[title*="gated"]').first.get_attribute("title")

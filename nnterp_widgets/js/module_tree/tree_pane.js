@@ -133,7 +133,7 @@ export function treePane({ model, on, uid }) {
       } else {
         const reason = asStr(v.reason) || "not available";
         row.classList.add("nnw-mt-off");
-        row.title = reason;
+        row.title = reason;  // the seed's reason, word for word (the name shows the path)
         row.setAttribute("aria-disabled", "true");
         descEl.append(h("span", { id: descId }, "Unavailable: " + reason));
         row.setAttribute("aria-describedby", descId);
