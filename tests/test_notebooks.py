@@ -42,6 +42,10 @@ def kernel_env(tmp_path_factory, monkeypatch_module):
             }
         )
     )
+    # As from a fresh terminal: an engine earlier in this process routed vLLM's logs, and
+    # the kernel would inherit that as the caller's own choice (then not routing them).
+    for name in ("VLLM_LOGGING_CONFIG_PATH", "VLLM_CONFIGURE_LOGGING"):
+        monkeypatch_module.delenv(name, raising=False)
     monkeypatch_module.setenv(
         "JUPYTER_PATH", os.pathsep.join(filter(None, [str(data), os.environ.get("JUPYTER_PATH")]))
     )
@@ -105,6 +109,7 @@ def test_notebook_runs(path, kernel_env, tmp_path):
     assert not [text for text in noise if any(mark in text for mark in VLLM_NOISE)], noise
     if path.name == "tour.ipynb":  # the tour is quiet: nothing on stderr under any cell
         assert noise == [], noise
+
         # and it ends with the explorer in view: its last output is the first cell's explorer
         def views(cell) -> list:
             return [
