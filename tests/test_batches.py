@@ -213,6 +213,12 @@ def test_the_dataset_view_lists_the_batch_and_opens_a_row_in_the_explorer(sessio
         name, curve = view.table.curve
         np.testing.assert_allclose(curve, results.mean()["agrees_with_model"].to_numpy())
         assert list(view.figure.data[0].y) == pytest.approx(list(curve))
+        import plotly.io as pio
+
+        view.grid.theme = "dark"  # as the table's JS reports a dark page: the figure follows
+        assert view.figure.layout.template == pio.templates["plotly_dark"]
+        view.grid.theme = "light"
+        assert view.figure.layout.template == pio.templates["plotly"]
         view.grid.selected = 2  # as a click on the row does
         assert explorer.prompt_box.value == PROMPTS[2]
         explorer.wait()

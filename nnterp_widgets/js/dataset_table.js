@@ -12,7 +12,11 @@
  *   metric    Unicode read  the metric column's name
  *   caption   Unicode read  a line over the table (what the batch asked, how many answered)
  *   selected  Int    r/w    the selected prompt's index (-1: none); the JS writes it on a click
+ *   theme     Unicode write "light" or "dark", the page's theme (as the module tree reports
+ *                           it), so the set's plotly figure can follow it
  */
+
+import { watchTheme } from "./module_tree/theme.js";
 
 const ROW_HEIGHT = 24; // px: every row is one line, so the rows in view follow from the scroll offset
 const SPARE = 8; // rows drawn above and below the view, so a fast scroll shows no gap
@@ -172,7 +176,13 @@ function render({ model, el }) {
   model.on("change:metric", rebuild);
   model.on("change:selected", draw);
   rebuild();
-  return () => ac.abort();
+  let disposed = false;
+  const stopTheme = watchTheme(model, () => !disposed);
+  return () => {
+    disposed = true;
+    stopTheme();
+    ac.abort();
+  };
 }
 
 export default { render };

@@ -22,8 +22,8 @@ import traitlets
 from ..figures.dataset import DatasetTable, dataset_figure, dataset_table
 from ..figures.html import dataset_section
 from ..requests import Results
-from .assets import DATASET_TABLE_CSS, DATASET_TABLE_ESM
-from .plot_panel import FigureSlot, show_figure
+from .assets import DATASET_TABLE_CSS, DATASET_TABLE_ESM, module_text
+from .plot_panel import FigureSlot, apply_theme, show_figure
 
 __all__ = ["DatasetTableWidget", "DatasetView"]
 
@@ -31,12 +31,14 @@ __all__ = ["DatasetTableWidget", "DatasetView"]
 class DatasetTableWidget(anywidget.AnyWidget):
     """The table itself (its trait contract: the comment atop ``js/dataset_table.js``)."""
 
-    _esm = DATASET_TABLE_ESM
+    _esm = module_text(DATASET_TABLE_ESM)  # with the theme watcher it imports inlined
     _css = DATASET_TABLE_CSS
     rows = traitlets.List([]).tag(sync=True)
     metric = traitlets.Unicode("").tag(sync=True)
     caption = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Int(-1).tag(sync=True)
+    #: The page's theme as the front end sees it ("light" / "dark"); JS writes it.
+    theme = traitlets.Unicode("light").tag(sync=True)
 
 
 class DatasetView(ipywidgets.VBox):
@@ -66,6 +68,8 @@ class DatasetView(ipywidgets.VBox):
         )
         self.grid.observe(self._on_selected, "selected")
         show_figure(self.figure, dataset_figure(self.table))
+        # the figure follows the page's theme, which the table reports
+        self.grid.observe(lambda change: apply_theme(self.figure, change["new"]), "theme")
         super().__init__([self.grid, self.figure], **kwargs)
         if explorer is not None:
             explorer.add_section(self)

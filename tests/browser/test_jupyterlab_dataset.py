@@ -77,3 +77,17 @@ def test_the_dataset_view_sorts_filters_and_opens_a_prompt_in_the_explorer(noteb
     assert prompt[0] == prompt[1] and prompt[2] == index and "Japan" in prompt[0]
     answered = _kernel(p, "''.join(explorer.wait(120).tokens.texts)")
     assert answered == prompt[1]
+    # The page turns dark: the table reports it, and the set's figure takes plotly's dark template.
+    assert _kernel(p, "view.grid.theme") == "light"
+    p.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+    p.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
+    for _ in range(50):
+        if _kernel(p, "view.grid.theme") == "dark":
+            break
+        p.wait_for_timeout(200)
+    assert _kernel(p, "[view.grid.theme, view.figure.layout.template.layout.paper_bgcolor]") == [
+        "dark",
+        "rgb(17,17,17)",
+    ]
+    p.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})")
+    p.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'", timeout=30_000)
