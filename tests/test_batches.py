@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import devices
 import numpy as np
+import plotly.io as pio
 import pytest
 
 from nnterp_widgets.requests import MAX_RESULT_BYTES, Results, RequestRefused
@@ -213,8 +214,6 @@ def test_the_dataset_view_lists_the_batch_and_opens_a_row_in_the_explorer(sessio
         name, curve = view.table.curve
         np.testing.assert_allclose(curve, results.mean()["agrees_with_model"].to_numpy())
         assert list(view.figure.data[0].y) == pytest.approx(list(curve))
-        import plotly.io as pio
-
         view.grid.theme = "dark"  # as the table's JS reports a dark page: the figure follows
         assert view.figure.layout.template == pio.templates["plotly_dark"]
         view.grid.theme = "light"

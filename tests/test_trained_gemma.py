@@ -13,9 +13,8 @@ from __future__ import annotations
 import importlib
 
 import pytest
-import torch
 
-from reference import reference_attention, reference_values
+from reference import assert_close_per_token, reference_attention, reference_values
 from traces import trace_values
 
 provider = importlib.import_module("nnterp_widgets.checkpoints.trained")
@@ -29,13 +28,6 @@ pytestmark = pytest.mark.skipif(
 #: The family's own tolerance (families/vllm/gemma.py says why Gemma's values need more
 #: than 1e-4), taken relative to each token's largest value as for the default model.
 RELATIVE = 1e-3
-
-
-def assert_close_per_token(got: torch.Tensor, want: torch.Tensor, what) -> None:
-    got, want = got.float().cpu(), want.float().cpu()
-    scale = want.abs().amax(dim=-1, keepdim=True).clamp(min=1.0) if got.dim() >= 2 else want.abs().max().clamp(min=1.0)
-    error = ((got - want).abs() / scale).max().item()
-    assert error <= RELATIVE, f"{what}: off by {error:.3g} of its token's largest value"
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +61,7 @@ def test_served_values_match_transformers(values, gemma_path):
         if key == "input_ids":
             continue
         assert values[key].shape == expected.shape, key
-        assert_close_per_token(values[key], expected, key)
+        assert_close_per_token(values[key], expected, key, RELATIVE)
 
 
 def test_attention_interior_matches_transformers(values, gemma_path):
@@ -78,7 +70,7 @@ def test_attention_interior_matches_transformers(values, gemma_path):
     assert reference  # the comparison below saw layers
     for (name, layer), expected in reference.items():
         assert values[(name, layer)].shape == expected.shape, (name, layer)
-        assert_close_per_token(values[(name, layer)], expected, (name, layer))
+        assert_close_per_token(values[(name, layer)], expected, (name, layer), RELATIVE)
 
 
 def test_the_lens_names_the_answer_late(gemma_session):

@@ -16,7 +16,13 @@ import pytest
 import torch
 
 from nnterp_widgets.checkpoints import trained
-from reference import reference_attention, reference_attribution, reference_contributions, reference_values
+from reference import (
+    assert_close_per_token,
+    reference_attention,
+    reference_attribution,
+    reference_contributions,
+    reference_values,
+)
 from traces import trace_values
 import tour_claims
 from tour_claims import (
@@ -36,22 +42,6 @@ from tour_claims import (
 )
 
 TOL = dict(atol=1e-4, rtol=1e-4)
-
-
-def assert_close_per_token(got: torch.Tensor, want: torch.Tensor, what) -> None:
-    """The CPU suite's tolerance (1e-4), scaled per token by that token's largest value.
-
-    A trained model's first token carries massive activations (hundreds, where other
-    tokens' are near 1): float32 rounding there is relative to that size, so a small
-    entry of that token's row is off by more than 1e-4 while every row is exact to
-    1e-4 of its own scale."""
-    got, want = got.float(), want.float()
-    if got.dim() < 2:
-        torch.testing.assert_close(got, want, **TOL, msg=lambda m: f"{what}: {m}")
-        return
-    scale = want.abs().amax(dim=-1, keepdim=True).clamp(min=1.0)
-    error = ((got - want).abs() / scale).max().item()
-    assert error <= 1e-4, f"{what}: off by {error:.3g} of its token's largest value"
 
 
 @pytest.fixture(scope="module")

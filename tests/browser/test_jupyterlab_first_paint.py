@@ -174,6 +174,14 @@ def _overlaps(boxes: list) -> list:
     return found
 
 
+def _opened(lab, p):
+    """The explorer's output area, the notebook opened and run first where the first test
+    has not (a test run alone)."""
+    if p.locator(".nnw-mt").count() == 0:
+        tour.open_and_run_all(p, lab.url(f"/lab/tree/{NOTEBOOK}"))
+    return p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
+
+
 #: The page a 1600x1000 Chromium window shows (issue 36): the first screen the views must fit.
 PAGE = {"width": 1600, "height": 857}
 #: The lengths a user's prompt comes in (issue 36): a sentence, a paragraph, a document.
@@ -218,9 +226,7 @@ SCREEN_JS = """(root) => {
 @pytest.mark.parametrize("length", LENGTHS)
 def test_at_each_length_the_four_views_fit_the_first_screen_unbroken(lab, fresh, length):
     p = fresh.page
-    if p.locator(".nnw-mt").count() == 0:  # run alone: the first test has not opened the notebook
-        tour.open_and_run_all(p, lab.url(f"/lab/tree/{NOTEBOOK}"))
-    explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
+    explorer = _opened(lab, p)
     p.set_viewport_size(PAGE)
     p.evaluate(KERNEL_EXEC_JS, TEXT_OF.format(sentence=LONG.split(".")[0] + "."))
     count = _kernel_json(
@@ -265,11 +271,9 @@ def test_at_each_length_the_four_views_fit_the_first_screen_unbroken(lab, fresh,
     p.screenshot(path=str(DOCS / f"explorer_trained_{length}_tokens.png"))
 
 
-def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(fresh):
+def test_at_300_tokens_the_explorer_fits_and_marks_stale_panels(lab, fresh):
     p = fresh.page
-    if p.locator(".nnw-mt").count() == 0:  # run alone: the first test has not opened the notebook
-        tour.open_and_run_all(p, lab.url(f"/lab/tree/{NOTEBOOK}"))
-    explorer = p.locator(".jp-OutputArea-output", has=p.locator(".nnw-mt")).first
+    explorer = _opened(lab, p)
     p.set_viewport_size(PAGE)
     count, dimmed = _kernel_json(
         p,
