@@ -23,6 +23,8 @@
  * and the kernel sends its row.
  */
 
+import { h } from "./module_tree/dom.js";
+
 const HOW = "hover a token (or move with the arrow keys) to shade what it attends to; click it (or Enter) to select it";
 
 function bytesOf(view) {
@@ -42,16 +44,10 @@ function floatsOf(view) {
 function render({ model, el }) {
   const ac = new AbortController();
   const on = (target, type, fn) => target.addEventListener(type, fn, { signal: ac.signal });
-  const root = document.createElement("div");
-  root.className = "nnw-att-text";
-  root.tabIndex = 0;
-  root.setAttribute("role", "group");
   // The caption leads the text (one box, no line of its own: the view sits under the head grid).
-  const caption = document.createElement("span");
-  caption.className = "nnw-att-caption";
-  const body = document.createElement("span");
-  body.className = "nnw-att-body";
-  root.append(caption, body);
+  const caption = h("span", { class: "nnw-att-caption" });
+  const body = h("span", { class: "nnw-att-body" });
+  const root = h("div", { class: "nnw-att-text", tabindex: 0, role: "group" }, caption, body);
   el.append(root);
 
   let spans = [];

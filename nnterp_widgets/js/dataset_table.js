@@ -16,6 +16,7 @@
  *                           it), so the set's plotly figure can follow it
  */
 
+import { h } from "./module_tree/dom.js";
 import { watchTheme } from "./module_tree/theme.js";
 
 const ROW_HEIGHT = 24; // px: every row is one line, so the rows in view follow from the scroll offset
@@ -43,29 +44,18 @@ function compare(a, b) {
 function render({ model, el }) {
   const ac = new AbortController();
   const on = (target, type, fn) => target.addEventListener(type, fn, { signal: ac.signal });
-  const root = document.createElement("div");
-  root.className = "nnw-ds";
-  const caption = document.createElement("div");
-  caption.className = "nnw-ds-caption";
-  const filter = document.createElement("input");
-  filter.type = "search";
-  filter.className = "nnw-ds-filter";
-  filter.placeholder = "filter: text in the prompt or the answer";
-  filter.setAttribute("aria-label", "filter the prompts");
-  const head = document.createElement("div");
-  head.className = "nnw-ds-row nnw-ds-head";
-  head.setAttribute("role", "row");
-  const view = document.createElement("div");
-  view.className = "nnw-ds-view";
-  view.tabIndex = 0;
-  view.setAttribute("role", "grid");
-  const spacer = document.createElement("div");
-  spacer.className = "nnw-ds-spacer";
-  const body = document.createElement("div");
-  body.className = "nnw-ds-body";
-  spacer.append(body);
-  view.append(spacer);
-  root.append(caption, filter, head, view);
+  const caption = h("div", { class: "nnw-ds-caption" });
+  const filter = h("input", {
+    type: "search",
+    class: "nnw-ds-filter",
+    placeholder: "filter: text in the prompt or the answer",
+    "aria-label": "filter the prompts",
+  });
+  const head = h("div", { class: "nnw-ds-row nnw-ds-head", role: "row" });
+  const body = h("div", { class: "nnw-ds-body" });
+  const spacer = h("div", { class: "nnw-ds-spacer" }, body);
+  const view = h("div", { class: "nnw-ds-view", tabindex: 0, role: "grid" }, spacer);
+  const root = h("div", { class: "nnw-ds" }, caption, filter, head, view);
   el.append(root);
 
   let order = []; // indices into rows, as sorted and filtered

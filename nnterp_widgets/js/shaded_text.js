@@ -19,6 +19,8 @@
  *   selected  Int        r/w    the selected token (-1: none); the JS writes it on a click
  */
 
+import { h } from "./module_tree/dom.js";
+
 function floatsOf(view) {
   if (!view) return new Float32Array(0);
   let bytes;
@@ -36,17 +38,10 @@ function signed(value) {
 function render({ model, el }) {
   const ac = new AbortController();
   const on = (target, type, fn) => target.addEventListener(type, fn, { signal: ac.signal });
-  const root = document.createElement("div");
-  root.className = "nnw-shaded";
-  const caption = document.createElement("div");
-  caption.className = "nnw-shaded-caption";
-  const body = document.createElement("div");
-  body.className = "nnw-shaded-body";
-  body.tabIndex = 0;
-  body.setAttribute("role", "group");
-  const listed = document.createElement("div");
-  listed.className = "nnw-shaded-strongest";
-  root.append(caption, body, listed);
+  const caption = h("div", { class: "nnw-shaded-caption" });
+  const body = h("div", { class: "nnw-shaded-body", tabindex: 0, role: "group" });
+  const listed = h("div", { class: "nnw-shaded-strongest" });
+  const root = h("div", { class: "nnw-shaded" }, caption, body, listed);
   el.append(root);
   let spans = [];
 

@@ -4,7 +4,8 @@
 step and no generated copy. A widget whose front end is one file gets that file
 (``_esm = path``; anywidget reads it and, with ``ANYWIDGET_HMR=1``, reloads the widget when
 it changes). The module tree's front end is an entry module and its parts in
-``js/module_tree/``; anywidget takes one module, so `module_text` inlines the parts the
+``js/module_tree/``, whose DOM helper and theme watcher the token views and the dataset
+table import too; anywidget takes one module, so `module_text` inlines the parts an
 entry imports (``import { a } from "./module_tree/x.js";``) into one module text. The
 browser can also load the files themselves as ES modules: they are the same code.
 Each widget's trait contract is the comment at the top of its ``js/*.js``.

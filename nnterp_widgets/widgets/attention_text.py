@@ -27,7 +27,7 @@ import numpy as np
 import traitlets
 
 from ..requests.attention import AttentionPattern
-from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM
+from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM, module_text
 from ..figures.common import HIGHLIGHT
 from ..figures.attention import head_scale
 from ..figures.tokens import show_token
@@ -109,7 +109,7 @@ class AttentionText(anywidget.AnyWidget):
     """The token view's widget: shows a `TextViewState`; ``selected`` is the selected
     query (``-1`` for none), written by a click in the browser or by the explorer."""
 
-    _esm = ATTENTION_TOKENS_ESM
+    _esm = module_text(ATTENTION_TOKENS_ESM)  # with the DOM helper it imports inlined
     _css = ATTENTION_TOKENS_CSS
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     rows = traitlets.List(traitlets.Int()).tag(sync=True)

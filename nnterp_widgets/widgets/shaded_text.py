@@ -13,7 +13,7 @@ import numpy as np
 import traitlets
 
 from ..figures.shaded import FULL_SHADE, NEGATIVE, POSITIVE, ShadedText
-from .assets import SHADED_TEXT_CSS, SHADED_TEXT_ESM
+from .assets import SHADED_TEXT_CSS, SHADED_TEXT_ESM, module_text
 
 __all__ = ["ShadedTextView"]
 
@@ -21,7 +21,7 @@ __all__ = ["ShadedTextView"]
 class ShadedTextView(anywidget.AnyWidget):
     """Shows a `ShadedText` (`show`); ``selected`` is the token a click selected."""
 
-    _esm = SHADED_TEXT_ESM
+    _esm = module_text(SHADED_TEXT_ESM)  # with the DOM helper it imports inlined
     _css = SHADED_TEXT_CSS
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     values = traitlets.Bytes(b"").tag(sync=True)

@@ -11,7 +11,7 @@ import base64
 import pytest
 
 from browser_support import require_browser
-from nnterp_widgets.widgets.assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM
+from nnterp_widgets.widgets.assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM, module_text
 from nnterp_widgets.widgets.attention_text import AttentionText, text_view_state
 from test_export import synthetic_result
 
@@ -79,7 +79,7 @@ def page(browser, synthetic):
     page.set_content('<!doctype html><html lang="en"><body><div id="host"></div></body></html>')
     page.add_style_tag(content=ATTENTION_TOKENS_CSS.read_text(encoding="utf-8"))
     page.evaluate("(s) => { window.initial = s; }", initial)
-    page.add_script_tag(content=ATTENTION_TOKENS_ESM.read_text(encoding="utf-8") + FAKE_MODEL, type="module")
+    page.add_script_tag(content=module_text(ATTENTION_TOKENS_ESM) + FAKE_MODEL, type="module")
     page.wait_for_function("() => window.cleanup !== undefined")
     yield page
     assert errors == []

@@ -14,7 +14,7 @@ import pytest
 from browser_support import require_browser
 from nnterp_widgets.figures import ShadedText
 from nnterp_widgets.figures.shaded import NEGATIVE, POSITIVE
-from nnterp_widgets.widgets.assets import SHADED_TEXT_CSS, SHADED_TEXT_ESM
+from nnterp_widgets.widgets.assets import SHADED_TEXT_CSS, SHADED_TEXT_ESM, module_text
 from nnterp_widgets.widgets.shaded_text import ShadedTextView
 
 require_browser()
@@ -68,7 +68,7 @@ def page(browser, shaded):
     page.set_content('<!doctype html><html lang="en"><body><div id="host"></div></body></html>')
     page.add_style_tag(content=SHADED_TEXT_CSS.read_text(encoding="utf-8"))
     page.evaluate("(s) => { window.initial = s; }", initial)
-    page.add_script_tag(content=SHADED_TEXT_ESM.read_text(encoding="utf-8") + FAKE_MODEL, type="module")
+    page.add_script_tag(content=module_text(SHADED_TEXT_ESM) + FAKE_MODEL, type="module")
     page.wait_for_function("() => window.cleanup !== undefined")
     yield page
     assert errors == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -9,6 +10,7 @@ from .tiny import TinySpec
 from ...components.vllm.attention import Attention
 from ...components.vllm.layer import FusedLayer, Layer
 from ...components.vllm.mlp import GatedMLP
+from ...components.vllm.transformers_backend import TransformersLayer
 from .testing import HFNames
 
 #: Where a family's modules come from.
@@ -136,3 +138,39 @@ class Family:
             for name, reason in cls.UNAVAILABLE.items():  # never served wins over prefill-only
                 found[prefix + name] = reason
         return found
+
+
+def on_transformers_backend(model_type: str, **fields: Any) -> Family:
+    """A `Family` that vLLM runs on its Transformers backend: transformers' own decoder
+    layers inside `TransformersForCausalLM`, whose blocks keep a batch axis
+    (`TransformersLayer`). ``fields``: the rest of the `Family`."""
+    return Family(
+        model_type,
+        backend=TRANSFORMERS,
+        vllm_class="TransformersForCausalLM",
+        layer_cls=TransformersLayer,
+        **fields,
+    )
+
+
+def attention_by_class(module: str, name: str, *, gone_ok: bool = False) -> Callable[[], dict]:
+    """An ``extra_rename`` for a family whose attention module is named ``attn``, as is the
+    vLLM ``Attention`` inside it: a name key would alias both, so the family's attention
+    class (``name`` in vLLM's ``module``) becomes ``self_attn`` instead.
+
+    Args:
+        module: the vLLM model module (``vllm.model_executor.models.gpt2``).
+        name: its attention class (``GPT2Attention``).
+        gone_ok: nothing to alias where this vLLM has no such class (a removed model).
+    """
+
+    def rename() -> dict:
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            if gone_ok:
+                return {}
+            raise
+        return {cls: "self_attn"}
+
+    return rename

@@ -1,5 +1,7 @@
 """BLOOM: plain stream, ALiBi, a layer norm on the embedding, exact-GELU MLP on vLLM."""
 
+from dataclasses import replace
+
 from .tiny import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
@@ -23,14 +25,22 @@ def _exact_gelu(model) -> None:
         block.mlp.gelu_impl = torch.nn.GELU()
 
 
-FAMILY = Family(
-    "bloom",
-    verified_on=(AVX2, H200),
+#: Where transformers keeps BLOOM's values, as it does Falcon's.
+BLOOM_NAMES = HFNames("transformer.h", "transformer.word_embeddings", "self_attention", "mlp", "dense_4h_to_h")
+
+#: BLOOM's module names in vLLM, which Falcon keeps.
+BLOOM_LAYOUT = dict(
     layers="transformer.h",
     embed="transformer.word_embeddings",
     norm="transformer.ln_f",
     attention="self_attention",
     layer_cls=PlainLayer,
+)
+
+FAMILY = Family(
+    "bloom",
+    verified_on=(AVX2, H200),
+    **BLOOM_LAYOUT,
     mlp_cls=BloomMLP,
     sizes={"intermediate_size": lambda config: 4 * config.hidden_size},
     vllm_class="BloomForCausalLM",
@@ -42,12 +52,8 @@ FAMILY = Family(
     ),
     # Bloom's MLP is always 4 x hidden: 512 here.
     checkpoint=TinySpec("bloom", dict(hidden_size=128, n_layer=2, n_head=4, tie_word_embeddings=True)),
-    reference=HFNames(
-        "transformer.h",
-        "transformer.word_embeddings",
-        "self_attention",
-        "mlp",
-        "dense_4h_to_h",
+    reference=replace(
+        BLOOM_NAMES,
         attention_out="self_attention.dense",
         mlp_out="mlp.dense_4h_to_h",
         interior="fused",

@@ -8,7 +8,7 @@ inputs are not the heads' queries/keys/values. So the block serves
 dense gated MLPs and serve their neurons; the rest are mixtures of experts.
 """
 
-from .tiny import EXPERT_SIZE, MOE, TinySpec
+from .tiny import EXPERT_SIZE, MOE, TINY_SHAPE, TinySpec
 from ...components.vllm.attention import INTERIOR
 from ...components.vllm.layer import StandardEnvoy, contribution_site, tensor_out, tensor_out_back
 from ...components.vllm.mlp import GatedMLP, RoutedMLP
@@ -52,12 +52,8 @@ def dense_overrides(config) -> dict:
 #: (512 + 64); on a GPU, vLLM 0.26's FlashAttention MLA prefill takes only a few head
 #: dims (qk_nope, qk_rope, v), DeepSeek's (128, 64, 128) among them.
 DEEPSEEK_SHAPE = dict(
-    hidden_size=128,
-    intermediate_size=256,
-    num_hidden_layers=2,
-    num_attention_heads=4,
+    TINY_SHAPE,
     num_key_value_heads=4,
-    max_position_embeddings=1024,
     q_lora_rank=None,
     kv_lora_rank=512,
     qk_rope_head_dim=64,

@@ -9,13 +9,15 @@ once, before the biases: a contribution is that sum plus the bias, and a written
 goes back as equal shares.
 """
 
+from dataclasses import replace
+
 from .tiny import TinySpec
 from ...components.vllm.attention import Attention
-from ...components.vllm.layer import PlainLayer, contribution_site, share_of_sum, whole_sum
+from ...components.vllm.layer import contribution_site, share_of_sum, whole_sum
 from ...components.vllm.mlp import PlainMLP
 from ...components.vllm.values import StandardValue, batched, unbatched
 from .base import AVX2, H200, Family
-from .testing import HFNames
+from .bloom import BLOOM_LAYOUT, BLOOM_NAMES
 
 
 def _with_bias(envoy, raw):
@@ -45,11 +47,7 @@ def _kv_heads(config) -> int:
 FAMILY = Family(
     "falcon",
     verified_on=(AVX2, H200),
-    layers="transformer.h",
-    embed="transformer.word_embeddings",
-    norm="transformer.ln_f",
-    attention="self_attention",
-    layer_cls=PlainLayer,
+    **BLOOM_LAYOUT,
     attention_cls=FalconAttention,
     mlp_cls=FalconMLP,
     sizes={
@@ -88,13 +86,5 @@ FAMILY = Family(
     # alibi / sqrt(head_dim) by FalconModel, again as (scores + alibi) * inv_norm_factor
     # in FalconAttention): its logits are 3e-2 off both vLLM and its own SDPA path. SDPA
     # adds it once, which is what Falcon means (and what vLLM computes).
-    reference=HFNames(
-        "transformer.h",
-        "transformer.word_embeddings",
-        "self_attention",
-        "mlp",
-        "dense_4h_to_h",
-        interior="sdpa",
-        implementation="sdpa",
-    ),
+    reference=replace(BLOOM_NAMES, interior="sdpa", implementation="sdpa"),
 )

@@ -12,6 +12,16 @@ from .base import AVX2, Family, H200
 from .gemma import SCALED_EMBEDDING
 from .testing import POST_NORM_NAMES
 
+#: Gemma-2's tiny shape, which Gemma-3 keeps: heads of 32 (queries scaled by 1/sqrt(32)),
+#: a sliding-window layer then a full one, the head tied to the embedding.
+GEMMA2_SHAPE = dict(
+    LLAMA_SHAPE,
+    head_dim=32,
+    query_pre_attn_scalar=32,
+    sliding_window=WINDOW,
+    layer_types=SLIDING_THEN_FULL,
+    tie_word_embeddings=True,
+)
 
 FAMILY = Family(
     "gemma2",
@@ -29,16 +39,7 @@ FAMILY = Family(
     verified_on=(AVX2, H200),
     checkpoint=TinySpec(
         "gemma2",
-        dict(
-            LLAMA_SHAPE,
-            head_dim=32,
-            query_pre_attn_scalar=32,
-            sliding_window=WINDOW,
-            layer_types=SLIDING_THEN_FULL,
-            attn_logit_softcapping=50.0,
-            final_logit_softcapping=30.0,
-            tie_word_embeddings=True,
-        ),
+        dict(GEMMA2_SHAPE, attn_logit_softcapping=50.0, final_logit_softcapping=30.0),
     ),
     reference=POST_NORM_NAMES,
 )

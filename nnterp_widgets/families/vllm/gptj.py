@@ -6,9 +6,9 @@ logits processor adds.
 """
 
 from .tiny import TinySpec
-from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
-from .base import AVX2, H200, Family
+from .base import AVX2, H200, Family, attention_by_class
+from .gpt2 import GPT2_LAYOUT, GPT2_SHAPE
 from .testing import HFNames
 
 
@@ -16,25 +16,13 @@ class GPTJMLP(PlainMLP):
     DOWN = "fc_out"
 
 
-def _rename() -> dict:
-    # A class key: GPT-J's attention is ``attn``, and so is the vLLM Attention inside it.
-    from vllm.model_executor.models.gpt_j import GPTJAttention
-
-    return {GPTJAttention: "self_attn"}
-
-
 FAMILY = Family(
     "gptj",
     verified_on=(AVX2, H200),
-    layers="transformer.h",
-    embed="transformer.wte",
-    norm="transformer.ln_f",
-    attention="attn",
-    layer_cls=PlainLayer,
+    **GPT2_LAYOUT,
     mlp_cls=GPTJMLP,
     head_bias=True,
-    extra_rename=_rename,
-    sizes={"intermediate_size": lambda config: config.n_inner or 4 * config.n_embd},
+    extra_rename=attention_by_class("vllm.model_executor.models.gpt_j", "GPTJAttention"),
     vllm_class="GPTJForCausalLM",
     notes=(
         "parallel block: attention and MLP read the same ln_1 output and the block adds "
@@ -43,15 +31,7 @@ FAMILY = Family(
     ),
     checkpoint=TinySpec(
         "gptj",
-        dict(
-            n_embd=128,
-            n_inner=256,
-            n_layer=2,
-            n_head=4,
-            n_positions=1024,
-            rotary_dim=16,  # of the head's 32
-            tie_word_embeddings=False,
-        ),
+        dict(GPT2_SHAPE, rotary_dim=16, tie_word_embeddings=False),  # rotary on 16 of the head's 32
     ),
     reference=HFNames("transformer.h", "transformer.wte", "attn", "mlp", "fc_out", interior="gptj"),
 )

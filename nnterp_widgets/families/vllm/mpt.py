@@ -9,7 +9,7 @@ engine that runs MPT again serves it; tests/test_families.py runs it when one do
 from .tiny import TinySpec
 from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
-from .base import Family, H200
+from .base import Family, H200, attention_by_class
 from .testing import HFNames
 
 #: What vLLM says when asked for an MPT checkpoint (its ModelConfig validation).
@@ -33,15 +33,6 @@ def _split_qkv(attention, fused):
     )
 
 
-def _rename() -> dict:
-    # A class key: MPT's attention is ``attn``, and so is the vLLM Attention inside it.
-    try:
-        from vllm.model_executor.models.mpt import MPTAttention
-    except ImportError:  # removed from vLLM in 0.28: nothing to alias
-        return {}
-    return {MPTAttention: "self_attn"}
-
-
 FAMILY = Family(
     "mpt",
     layers="transformer.blocks",
@@ -52,7 +43,8 @@ FAMILY = Family(
     layer_cls=PlainLayer,
     mlp_cls=MPTMLP,
     lm_head="transformer.wte",
-    extra_rename=_rename,
+    # removed from vLLM in 0.28: nothing to alias there
+    extra_rename=attention_by_class("vllm.model_executor.models.mpt", "MPTAttention", gone_ok=True),
     sizes={
         "num_layers": lambda config: config.n_layers,
         "hidden_size": lambda config: config.d_model,

@@ -2,8 +2,7 @@
 
 from .tiny import LLAMA_SHAPE, TinySpec
 from ...components.vllm.post_norm import PostNormAttention, PostNormMLP
-from ...components.vllm.transformers_backend import TransformersLayer
-from .base import TRANSFORMERS, Family
+from .base import on_transformers_backend
 from .testing import POST_NORM_NAMES
 
 #: What the Transformers backend does to OLMo-2's block, for the docs.
@@ -15,14 +14,11 @@ OLMO_NOTES = (
     "SiluAndMul, so mlp_activation is as on a native gated MLP"
 )
 
-FAMILY = Family(
+FAMILY = on_transformers_backend(
     "olmo2",
-    layer_cls=TransformersLayer,
     attention_cls=PostNormAttention,
     mlp_cls=PostNormMLP,
     head_bias=True,
-    backend=TRANSFORMERS,
-    vllm_class="TransformersForCausalLM",
     notes=OLMO_NOTES,
     checkpoint=TinySpec("olmo2", dict(LLAMA_SHAPE, tie_word_embeddings=False)),
     reference=POST_NORM_NAMES,

@@ -31,15 +31,18 @@ class TinySpec:
     train_steps: int = 0
 
 
-#: A gated-MLP decoder in the Llama shape: 2 layers, 4 heads of 32, 2 kv heads.
-LLAMA_SHAPE = dict(
+#: The size every tiny checkpoint has in the transformers config's usual names: hidden
+#: 128, an MLP of 256, 2 layers, 4 heads of 32, positions up to 1,024.
+TINY_SHAPE = dict(
     hidden_size=128,
     intermediate_size=256,
     num_hidden_layers=2,
     num_attention_heads=4,
-    num_key_value_heads=2,
-    max_position_embeddings=2048,
+    max_position_embeddings=1024,
 )
+
+#: A gated-MLP decoder in the Llama shape: `TINY_SHAPE` with 2 kv heads.
+LLAMA_SHAPE = dict(TINY_SHAPE, num_key_value_heads=2, max_position_embeddings=2048)
 
 #: Sliding windows this small bite on a prompt of a few tokens.
 WINDOW = 4
