@@ -21,13 +21,13 @@ from nnterp_widgets.requests.lens import LensGrid
 from nnterp_widgets.requests.prompt import PromptResult
 from nnterp_widgets.requests.common import Tokens
 from nnterp_widgets.widgets.assets import (
-    ATTENTION_TOKENS_CSS,
     ATTENTION_TOKENS_ESM,
     MODULE_TREE_CSS,
     MODULE_TREE_ESM,
+    TOKEN_CHIPS_CSS,
     module_text,
 )
-from nnterp_widgets.widgets.attention_text import text_view_state
+from nnterp_widgets.widgets.attention_text import TOKEN_VIEW_STYLE, text_view_state
 from nnterp_widgets.figures.html import script_json
 from nnterp_widgets.widgets.export import STATIC_MODEL_JS, export_html
 from nnterp_widgets.figures.common import escape_token
@@ -201,8 +201,9 @@ def test_runs_the_widgets_own_front_end(page):
         f'{module_text(entry)}\nconst STATIC_HOLDER = "{holder}";\n{static}'
         for entry, holder in ((MODULE_TREE_ESM, "nnw-model"), (ATTENTION_TOKENS_ESM, "nnw-att-model"))
     )
-    for css in (MODULE_TREE_CSS, ATTENTION_TOKENS_CSS):
-        assert "<style>" + css.read_text(encoding="utf-8") + "</style>" in page
+    for style in (MODULE_TREE_CSS.read_text(encoding="utf-8"), TOKEN_VIEW_STYLE):
+        assert "<style>" + style + "</style>" in page
+    assert TOKEN_CHIPS_CSS.read_text(encoding="utf-8") in TOKEN_VIEW_STYLE
 
 
 def test_the_token_view_is_the_shown_heads_state(page):

@@ -47,7 +47,7 @@ function render({ model, el }) {
   // The caption leads the text (one box, no line of its own: the view sits under the head grid).
   const caption = h("span", { class: "nnw-att-caption" });
   const body = h("span", { class: "nnw-att-body" });
-  const root = h("div", { class: "nnw-att-text", tabindex: 0, role: "group" }, caption, body);
+  const root = h("div", { class: "nnw-att-text nnw-chips", tabindex: 0, role: "group" }, caption, body);
   el.append(root);
 
   let spans = [];
@@ -83,7 +83,7 @@ function render({ model, el }) {
     }
     tokens.forEach((text, index) => {
       const span = document.createElement("span");
-      span.className = "nnw-att-token";
+      span.className = "nnw-chip nnw-att-token";
       span.dataset.index = String(index);
       span.textContent = String(text);
       spans.push(span);
@@ -105,7 +105,7 @@ function render({ model, el }) {
     if (query < 0) {
       for (const span of spans) {
         span.style.background = "";
-        span.classList.remove("nnw-att-after", "nnw-att-query", "nnw-att-selected");
+        span.classList.remove("nnw-att-after", "nnw-att-query", "nnw-chip-selected");
         span.removeAttribute("title");
       }
       return;
@@ -117,7 +117,7 @@ function render({ model, el }) {
         span.style.background = "";
         span.classList.remove("nnw-att-after");
         span.classList.toggle("nnw-att-query", span === spans[query]);
-        span.classList.toggle("nnw-att-selected", Number(span.dataset.index) === chosen);
+        span.classList.toggle("nnw-chip-selected", Number(span.dataset.index) === chosen);
         span.removeAttribute("title");
       }
       spans[query].title = "click to see what this token attends to";
@@ -127,7 +127,7 @@ function render({ model, el }) {
     for (let key = 0; key < n; key++) {
       const span = spans[key];
       span.classList.toggle("nnw-att-query", key === query);
-      span.classList.toggle("nnw-att-selected", key === chosen);
+      span.classList.toggle("nnw-chip-selected", key === chosen);
       if (key > query) {
         span.style.background = "";
         span.classList.add("nnw-att-after");

@@ -39,7 +39,7 @@ function render({ model, el }) {
   const ac = new AbortController();
   const on = (target, type, fn) => target.addEventListener(type, fn, { signal: ac.signal });
   const caption = h("div", { class: "nnw-shaded-caption" });
-  const body = h("div", { class: "nnw-shaded-body", tabindex: 0, role: "group" });
+  const body = h("div", { class: "nnw-shaded-body nnw-chips", tabindex: 0, role: "group" });
   const listed = h("div", { class: "nnw-shaded-strongest" });
   const root = h("div", { class: "nnw-shaded" }, caption, body, listed);
   el.append(root);
@@ -53,7 +53,7 @@ function render({ model, el }) {
 
   function marks() {
     const chosen = model.get("selected");
-    spans.forEach((span, i) => span.classList.toggle("nnw-shaded-selected", i === chosen));
+    spans.forEach((span, i) => span.classList.toggle("nnw-chip-selected", i === chosen));
   }
 
   function draw() {
@@ -69,7 +69,7 @@ function render({ model, el }) {
     body.replaceChildren();
     spans = tokens.map((text, i) => {
       const span = document.createElement("span");
-      span.className = "nnw-shaded-token";
+      span.className = "nnw-chip nnw-shaded-token";
       span.textContent = text;
       span.title = notes[i] || text;
       const value = values[i];

@@ -30,6 +30,7 @@ POSITION_WINDOW_ESM: Path = JS_DIR / "position_window.js"
 POSITION_WINDOW_CSS: Path = JS_DIR / "position_window.css"
 ATTENTION_TOKENS_ESM: Path = JS_DIR / "attention_tokens.js"
 ATTENTION_TOKENS_CSS: Path = JS_DIR / "attention_tokens.css"
+TOKEN_CHIPS_CSS: Path = JS_DIR / "token_chips.css"
 DATASET_TABLE_ESM: Path = JS_DIR / "dataset_table.js"
 DATASET_TABLE_CSS: Path = JS_DIR / "dataset_table.css"
 SHADED_TEXT_ESM: Path = JS_DIR / "shaded_text.js"
@@ -53,8 +54,10 @@ __all__ = [
     "SHADED_TEXT_ESM",
     "STEP_SLIDER_CSS",
     "STEP_SLIDER_ESM",
+    "TOKEN_CHIPS_CSS",
     "module_parts",
     "module_text",
+    "style_text",
 ]
 
 #: The one import form a part may use: named bindings from a sibling file, on one line.
@@ -112,3 +115,9 @@ def module_text(entry: Path) -> str:
         where = path.relative_to(entry.resolve().parent).as_posix()
         texts.append(f"// ---- {where}\n{text.strip()}\n")
     return "\n".join(texts)
+
+
+def style_text(*sheets: Path) -> str:
+    """Style sheets as one text, in order (a widget takes one): shared sheets first, so
+    that a view's own rules, after them, win where both set a property."""
+    return "\n".join(sheet.read_text(encoding="utf-8") for sheet in sheets)

@@ -27,12 +27,12 @@ import numpy as np
 import traitlets
 
 from ..requests.attention import AttentionPattern
-from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM, module_text
+from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM, TOKEN_CHIPS_CSS, module_text, style_text
 from ..figures.common import HIGHLIGHT
 from ..figures.attention import head_scale
 from ..figures.tokens import show_token
 
-__all__ = ["AttentionText", "TextViewState", "text_view_state"]
+__all__ = ["TOKEN_VIEW_STYLE", "AttentionText", "TextViewState", "text_view_state"]
 
 
 def _rgb(colour: str) -> str:
@@ -105,12 +105,16 @@ def text_view_state(panel: AttentionPattern, head: int, row: AttentionPattern | 
     )
 
 
+#: The token view's style sheet: the shared token chips, then its own rules.
+TOKEN_VIEW_STYLE = style_text(TOKEN_CHIPS_CSS, ATTENTION_TOKENS_CSS)
+
+
 class AttentionText(anywidget.AnyWidget):
     """The token view's widget: shows a `TextViewState`; ``selected`` is the selected
     query (``-1`` for none), written by a click in the browser or by the explorer."""
 
     _esm = module_text(ATTENTION_TOKENS_ESM)  # with the DOM helper it imports inlined
-    _css = ATTENTION_TOKENS_CSS
+    _css = TOKEN_VIEW_STYLE
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     rows = traitlets.List(traitlets.Int()).tag(sync=True)
     weights = traitlets.Bytes(b"").tag(sync=True)

@@ -29,8 +29,8 @@ from ..figures.html import escape, generation_section, page, patch_section, plot
 from ..figures.lens import lens_figure
 from ..interventions import PairLens, PatchResult
 from ..requests import AttentionPattern, GenerationResult, LensGrid, PromptResult
-from .assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM, JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
-from .attention_text import AttentionText, text_view_state
+from .assets import ATTENTION_TOKENS_ESM, JS_DIR, MODULE_TREE_CSS, MODULE_TREE_ESM, module_text
+from .attention_text import TOKEN_VIEW_STYLE, AttentionText, text_view_state
 
 __all__ = ["export_generation_html", "export_html", "export_patch_html"]
 
@@ -111,7 +111,7 @@ def export_html(
         f'<script type="module">{_module_script(MODULE_TREE_ESM, "nnw-model")}</script>',
         *sections,
     ]
-    head = [f"<style>{css.read_text(encoding='utf-8')}</style>" for css in (MODULE_TREE_CSS, ATTENTION_TOKENS_CSS)]
+    head = [f"<style>{style}</style>" for style in (MODULE_TREE_CSS.read_text(encoding="utf-8"), TOKEN_VIEW_STYLE)]
     return page(title, result.prompt, head, body, path)
 
 

@@ -13,16 +13,20 @@ import numpy as np
 import traitlets
 
 from ..figures.shaded import FULL_SHADE, NEGATIVE, POSITIVE, ShadedText
-from .assets import SHADED_TEXT_CSS, SHADED_TEXT_ESM, module_text
+from .assets import SHADED_TEXT_CSS, SHADED_TEXT_ESM, TOKEN_CHIPS_CSS, module_text, style_text
 
-__all__ = ["ShadedTextView"]
+__all__ = ["SHADED_TEXT_STYLE", "ShadedTextView"]
+
+
+#: The view's style sheet: the shared token chips, then its own rules.
+SHADED_TEXT_STYLE = style_text(TOKEN_CHIPS_CSS, SHADED_TEXT_CSS)
 
 
 class ShadedTextView(anywidget.AnyWidget):
     """Shows a `ShadedText` (`show`); ``selected`` is the token a click selected."""
 
     _esm = module_text(SHADED_TEXT_ESM)  # with the DOM helper it imports inlined
-    _css = SHADED_TEXT_CSS
+    _css = SHADED_TEXT_STYLE
     tokens = traitlets.List(traitlets.Unicode()).tag(sync=True)
     values = traitlets.Bytes(b"").tag(sync=True)
     half = traitlets.Float(1.0).tag(sync=True)

@@ -11,8 +11,8 @@ import base64
 import pytest
 
 from browser_support import require_browser
-from nnterp_widgets.widgets.assets import ATTENTION_TOKENS_CSS, ATTENTION_TOKENS_ESM, module_text
-from nnterp_widgets.widgets.attention_text import AttentionText, text_view_state
+from nnterp_widgets.widgets.assets import ATTENTION_TOKENS_ESM, module_text
+from nnterp_widgets.widgets.attention_text import TOKEN_VIEW_STYLE, AttentionText, text_view_state
 from test_export import synthetic_result
 
 require_browser()
@@ -77,7 +77,7 @@ def page(browser, synthetic):
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.set_content('<!doctype html><html lang="en"><body><div id="host"></div></body></html>')
-    page.add_style_tag(content=ATTENTION_TOKENS_CSS.read_text(encoding="utf-8"))
+    page.add_style_tag(content=TOKEN_VIEW_STYLE)
     page.evaluate("(s) => { window.initial = s; }", initial)
     page.add_script_tag(content=module_text(ATTENTION_TOKENS_ESM) + FAKE_MODEL, type="module")
     page.wait_for_function("() => window.cleanup !== undefined")

@@ -14,8 +14,8 @@ import pytest
 from browser_support import require_browser
 from nnterp_widgets.figures import ShadedText
 from nnterp_widgets.figures.shaded import NEGATIVE, POSITIVE
-from nnterp_widgets.widgets.assets import SHADED_TEXT_CSS, SHADED_TEXT_ESM, module_text
-from nnterp_widgets.widgets.shaded_text import ShadedTextView
+from nnterp_widgets.widgets.assets import SHADED_TEXT_ESM, module_text
+from nnterp_widgets.widgets.shaded_text import SHADED_TEXT_STYLE, ShadedTextView
 
 require_browser()
 
@@ -41,7 +41,7 @@ SHADES = """() => [...document.querySelectorAll('.nnw-shaded-token')].map(s => {
   const m = /rgba?\\(([^)]*)\\)/.exec(s.style.backgroundColor || '');
   const parts = m ? m[1].split(',').map(Number) : [];
   return {rgb: parts.slice(0, 3).join(', '), alpha: m ? (parts.length > 3 ? parts[3] : 1) : 0,
-          title: s.title, text: s.textContent, selected: s.classList.contains('nnw-shaded-selected')};
+          title: s.title, text: s.textContent, selected: s.classList.contains('nnw-chip-selected')};
 })"""
 
 TEXTS = [" The", " <b>Eiffel</b>", " Tower", " is", " in", "\n", " the"]
@@ -66,7 +66,7 @@ def page(browser, shaded):
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.set_content('<!doctype html><html lang="en"><body><div id="host"></div></body></html>')
-    page.add_style_tag(content=SHADED_TEXT_CSS.read_text(encoding="utf-8"))
+    page.add_style_tag(content=SHADED_TEXT_STYLE)
     page.evaluate("(s) => { window.initial = s; }", initial)
     page.add_script_tag(content=module_text(SHADED_TEXT_ESM) + FAKE_MODEL, type="module")
     page.wait_for_function("() => window.cleanup !== undefined")
