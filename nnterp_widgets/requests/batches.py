@@ -164,7 +164,20 @@ def _frame(item):
     return cells({"feature": range(vector.size)}, {"value": vector})
 
 
+#: ``kind -> mean of a batch's answers``, for `Results.mean`; each is registered where it is
+#: defined (`averages`).
 MEANS: dict[str, Callable[[list], Any]] = {}
+
+
+def averages(*kinds: str) -> Callable:
+    """Registers the decorated function as `Results.mean` for batches of ``kinds``."""
+
+    def register(mean: Callable[[list], Any]) -> Callable[[list], Any]:
+        for kind in kinds:
+            MEANS[kind] = mean
+        return mean
+
+    return register
 
 
 def run_each(
@@ -266,6 +279,7 @@ def _batch_trace(model, plans: list, reads: Callable) -> list:
     return found
 
 
+@averages("prompt", "lens")
 def _lens_mean(results: list):
     """Per layer, over the prompts, at each prompt's last lens position: the lens's
     top-1 probability and how often its top-1 is the model's own prediction."""
@@ -282,12 +296,14 @@ def _lens_mean(results: list):
     )
 
 
+@averages("attribute")
 def _attribution_mean(results: list):
     """Each part's mean direct effect over the prompts (`Attribution.to_pandas`'s rows)."""
     frame = stacked({i: result.to_pandas() for i, result in enumerate(results)}, "prompt")
     return frame.groupby(["part", "layer", "head"], sort=False)["effect"].mean().reset_index()
 
 
+@averages("head_roles")
 def _roles_mean(results: list):
     """A `HeadRoles` of each role's mean score over the prompts (NaN-aware)."""
     import warnings
@@ -304,6 +320,7 @@ def _roles_mean(results: list):
     return HeadRoles(f"the mean of {len(results)} prompts", Tokens((), ()), scores)
 
 
+@averages("patterns")
 def _stats_mean(results: list):
     """A `PatternStats` of each head's mean entropy and distance over the prompts."""
     from .attention import PatternStats
@@ -319,15 +336,6 @@ def _stats_mean(results: list):
     )
 
 
+@averages("value")
 def _vector_mean(results: list) -> np.ndarray:
     return np.stack(results).mean(0)
-
-
-MEANS.update(
-    patterns=_stats_mean,
-    prompt=_lens_mean,
-    lens=_lens_mean,
-    attribute=_attribution_mean,
-    head_roles=_roles_mean,
-    value=_vector_mean,
-)
