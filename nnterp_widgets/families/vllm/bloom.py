@@ -3,9 +3,9 @@
 from dataclasses import replace
 
 from .tiny import TinySpec
-from ...components.vllm.layer import PlainLayer
 from ...components.vllm.mlp import PlainMLP
 from .base import AVX2, H200, Family
+from .gpt2 import TRANSFORMER_H
 from .testing import HFNames
 
 
@@ -29,13 +29,7 @@ def _exact_gelu(model) -> None:
 BLOOM_NAMES = HFNames("transformer.h", "transformer.word_embeddings", "self_attention", "mlp", "dense_4h_to_h")
 
 #: BLOOM's module names in vLLM, which Falcon keeps.
-BLOOM_LAYOUT = dict(
-    layers="transformer.h",
-    embed="transformer.word_embeddings",
-    norm="transformer.ln_f",
-    attention="self_attention",
-    layer_cls=PlainLayer,
-)
+BLOOM_LAYOUT = dict(TRANSFORMER_H, embed="transformer.word_embeddings", attention="self_attention")
 
 FAMILY = Family(
     "bloom",

@@ -14,13 +14,15 @@ class GPT2MLP(PlainMLP):
 #: `TINY_SHAPE` in GPT-2's config names, which GPT-J keeps.
 GPT2_SHAPE = dict(n_embd=128, n_inner=256, n_layer=2, n_head=4, n_positions=1024)
 
+#: The block list and final norm of GPT-2's lineage (GPT-J, BLOOM, Falcon): ``transformer.h``
+#: of blocks that return one tensor, then ``transformer.ln_f``.
+TRANSFORMER_H = dict(layers="transformer.h", norm="transformer.ln_f", layer_cls=PlainLayer)
+
 #: GPT-2's module names and sizes, which GPT-J keeps.
 GPT2_LAYOUT = dict(
-    layers="transformer.h",
+    TRANSFORMER_H,
     embed="transformer.wte",
-    norm="transformer.ln_f",
     attention="attn",
-    layer_cls=PlainLayer,
     sizes={"intermediate_size": lambda config: config.n_inner or 4 * config.n_embd},
 )
 
