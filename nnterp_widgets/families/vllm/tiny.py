@@ -31,7 +31,7 @@ class TinySpec:
     train_steps: int = 0
 
 
-#: The size every tiny checkpoint has in the transformers config's usual names: hidden
+#: The size the tiny checkpoints share, in the transformers config's usual names: hidden
 #: 128, an MLP of 256, 2 layers, 4 heads of 32, positions up to 1,024.
 TINY_SHAPE = dict(
     hidden_size=128,
@@ -41,7 +41,7 @@ TINY_SHAPE = dict(
     max_position_embeddings=1024,
 )
 
-#: A gated-MLP decoder in the Llama shape: `TINY_SHAPE` with 2 kv heads.
+#: A gated-MLP decoder in the Llama shape: `TINY_SHAPE` with 2 kv heads, positions up to 2,048.
 LLAMA_SHAPE = dict(TINY_SHAPE, num_key_value_heads=2, max_position_embeddings=2048)
 
 #: Sliding windows this small bite on a prompt of a few tokens.
