@@ -157,6 +157,26 @@ def peak_row(session, text: str, layer: int) -> dict:
     return found
 
 
+def side_rows(session, text: str, sides: list[int], repeat: int) -> dict:
+    """The prompt request with the shown pattern pooled to each of ``sides`` cells a side
+    (`Session.pattern_side`), its median and the bytes it returns: the same recompute on
+    the worker, less to pool and ship, so the difference is what shipping costs."""
+    kept, found = session.pattern_side, {}
+    try:
+        for side in sides:
+            session.pattern_side = side
+            results = []
+            ms, samples = median_ms(lambda: results.append(session.prompt(text).result(REQUEST_TIMEOUT_S)), repeat)
+            found[side] = {
+                "prompt_ms": round(ms, 1),
+                "samples": [round(s, 1) for s in samples],
+                "returned_mb": round(len(pickle.dumps(results[-1])) / 1e6, 2),
+            }
+    finally:
+        session.pattern_side = kept
+    return found
+
+
 def median_ms(fn, repeat: int) -> tuple[float, list[float]]:
     fn()  # warm-up (first use of a length compiles/allocates)
     samples = []
@@ -193,6 +213,12 @@ def write(out: Path, meta: dict, rows: list[dict], repeat: int) -> list[str]:
             f"{row.get('returned_mb', '')} | {row.get('zoom_ms', '')} | {row.get('row_ms', '')} | "
             f"{row.get('pattern_ms', '')} | {row.get('pattern_over_raw_mb', '')} | {note} |"
         )
+    for row in rows:
+        for side, found in row.get("sides", {}).items():
+            lines.append(
+                f"\n{row['tokens']} tokens, the pattern pooled to {side} a side: {found['prompt_ms']} ms, "
+                f"{found['returned_mb']} MB returned (raw forward {row.get('raw_ms')} ms)"
+            )
     for extra in (
         "generate_ms",
         "patch",
@@ -310,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--singles", type=int, default=50, help="single requests timed for the dataset's comparison")
     parser.add_argument("--peak", action="store_true", help="also the GPU memory the shipped pattern adds")
     parser.add_argument("--guard", action="store_true", help="also the memory guard on the longest prompt")
+    parser.add_argument(
+        "--sides", default="", help="also the prompt request with the pattern pooled to these sides (e.g. 256,16)"
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -364,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
                             row.update(peak_row(session, text, results[-1].attention.layer))
                         except Exception as error:  # noqa: BLE001 - the timings above stand
                             row.update(peak_error=repr(error)[:300])
+                if args.sides:
+                    row["sides"] = side_rows(session, text, [int(n) for n in args.sides.split(",") if n], args.repeat)
                 row.update(
                     raw_ms=round(raw, 1),
                     prompt_ms=round(probe, 1),
