@@ -30,9 +30,20 @@ def _max_pool(pattern: np.ndarray, block: int) -> np.ndarray:
 
 
 def _rows_of(whole, queries, keys, start, stop):
-    """What `probability_rows` gives, from a whole pattern (``whole`` stands for the block)."""
-    assert queries.shape[2] == keys.shape[2] == whole.shape[-1]
-    return whole[0, :, start:stop].clone()
+    """What `probability_rows` gives, from a whole causal pattern (``whole`` stands for
+    the block): its rows over the keys asked for, which must hold every key these rows
+    weigh (the payload cuts the keys after the rows' last query)."""
+    seen = keys.shape[2]
+    assert queries.shape[2] == whole.shape[-1] and stop <= seen <= whole.shape[-1]
+    assert not whole[0, :, start:stop, seen:].any(), "a key these rows weigh was cut"
+    return whole[0, :, start:stop, :seen].clone()
+
+
+def _causal(heads: int, tokens: int, seed: int) -> torch.Tensor:
+    """A causal pattern ``[1, heads, tokens, tokens]`` of random scores."""
+    scores = torch.randn(1, heads, tokens, tokens, generator=torch.Generator().manual_seed(seed))
+    later = torch.ones(tokens, tokens, dtype=torch.bool).triu_(1)
+    return torch.softmax(scores.masked_fill(later, float("-inf")), dim=-1)
 
 
 @pytest.fixture(params=[None, 1], ids=["one block of rows", "row blocks forced small"])
@@ -52,7 +63,7 @@ def _payload(probabilities, **options):
 
 
 def test_every_cell_and_the_thumbnails_pool_like_the_grid(rows):
-    probabilities = torch.softmax(torch.randn(1, 3, 150, 150, generator=torch.Generator().manual_seed(0)), dim=-1)
+    probabilities = _causal(3, 150, seed=0)
     quantized, thumbnails = _payload(probabilities)
     assert quantized.dtype == torch.uint8 and quantized.shape == (3, 150, 150) and thumbnails.shape == (3, 50, 50)
     for head in range(3):
@@ -63,7 +74,7 @@ def test_every_cell_and_the_thumbnails_pool_like_the_grid(rows):
 
 @pytest.mark.parametrize("tokens", [11, 200])
 def test_pooled_cells_are_the_block_maximum_and_a_window_is_exact(rows, tokens):
-    probabilities = torch.softmax(torch.randn(1, 2, tokens, tokens, generator=torch.Generator().manual_seed(1)), dim=-1)
+    probabilities = _causal(2, tokens, seed=1)
     quantized, thumbnails = _payload(probabilities, block=3)
     cells = -(-tokens // 3)
     assert quantized.shape == (2, cells, cells)  # the last block of a side holds what is left
@@ -112,6 +123,9 @@ def test_score_rows_are_the_whole_scores_rows(options):
     for start, stop in [(0, 1), (2, 5), (5, 9)]:
         part = recompute_scores(query, key, 0.3, rows=(start, stop), **options)
         torch.testing.assert_close(part, whole[:, start:stop], atol=1e-6, rtol=1e-6)
+        # the keys cut after the rows' last query (what the shipped pattern scores): the same columns
+        cut = recompute_scores(query, key[:stop], 0.3, rows=(start, stop), **options)
+        torch.testing.assert_close(cut, whole[:, start:stop, :stop], atol=1e-6, rtol=1e-6)
 
 
 def test_the_memory_estimate_of_a_shipped_pattern_is_one_block_of_rows():

@@ -307,7 +307,9 @@ def pattern_payload(
     exact ones in ``window`` ``(q0, q1, k0, k1)``. The probabilities are recomputed
     `rows_at_once` rows at a time (``rows_bytes`` of them; default `ROWS_BYTES`) and each
     block pooled and cut on the engine's device before the next, so only what is shipped
-    is ever whole.
+    is ever whole. A block of rows is scored against the keys up to its last query only
+    (rounded up to whole pooling cells): attention is causal, so every later key's
+    weight is 0 there, and a long prompt's pattern costs half its square.
     """
     heads, tokens = queries.shape[1], queries.shape[2]
     device = queries.device
@@ -316,20 +318,22 @@ def pattern_payload(
     sums = torch.zeros(heads, side, side, dtype=torch.float32, device=device)
     if window is not None:
         q0, q1, k0, k1 = window
-        shipped = torch.empty(heads, q1 - q0, k1 - k0, dtype=torch.uint8, device=device)
+        shipped = torch.zeros(heads, q1 - q0, k1 - k0, dtype=torch.uint8, device=device)
     else:
         q0, q1, k0, k1 = 0, tokens, 0, tokens
         rows = -(-tokens // block)
-        shipped = torch.empty(heads, rows, rows, dtype=torch.uint8, device=device)
+        shipped = torch.zeros(heads, rows, rows, dtype=torch.uint8, device=device)
     step = rows_at_once(heads, tokens, 1 if window is not None else block, rows_bytes)
+    cell = math.lcm(thumb, 1 if window is not None else block)  # keys are cut at whole cells
     for start in range(0, tokens, step):
         stop = min(tokens, start + step)
-        probabilities = probability_rows(attention, queries, keys, start, stop)
+        seen = min(tokens, max(-(-stop // cell) * cell, k1 if window is not None else 0))
+        probabilities = probability_rows(attention, queries, keys[:, :, :seen], start, stop)
         # ceil_mode with no padding: a last, narrower block is the mean (below: the
         # maximum) of what it holds, as `mean_pool` does.
         columns = torch.nn.functional.avg_pool2d(probabilities, (1, thumb), (1, thumb), ceil_mode=True)
         bins = torch.arange(start, stop, device=device) // thumb
-        sums.index_add_(1, bins, columns)
+        sums[:, :, : columns.shape[2]].index_add_(1, bins, columns)
         if window is not None:
             low, high = max(start, q0), min(stop, q1)
             if low < high:
@@ -337,9 +341,9 @@ def pattern_payload(
                 shipped[:, low - q0 : high - q0] = _quantized(part)
         elif block > 1:
             pooled = torch.nn.functional.max_pool2d(probabilities, block, block, ceil_mode=True)
-            shipped[:, start // block : start // block + pooled.shape[1]] = _quantized(pooled)
+            shipped[:, start // block : start // block + pooled.shape[1], : pooled.shape[2]] = _quantized(pooled)
         else:
-            shipped[:, start:stop] = _quantized(probabilities)
+            shipped[:, start:stop, :seen] = _quantized(probabilities)
         del probabilities, columns
     counts = torch.bincount(torch.arange(tokens, device=device) // thumb).to(sums)
     return shipped.cpu(), (sums / counts[None, :, None]).cpu()

@@ -209,11 +209,12 @@ def _scoring(attention) -> dict:
 
 
 def probability_rows(attention, queries: torch.Tensor, keys: torch.Tensor, start: int, stop: int) -> torch.Tensor:
-    """Rows ``start:stop`` of the block's prefill pattern, ``[heads, stop - start, tokens]``
+    """Rows ``start:stop`` of the block's prefill pattern, ``[heads, stop - start, keys]``
     float32, from its ``attention_queries`` and ``attention_keys`` as read (``[1, heads,
-    tokens, head_dim]``) and the layer's own scoring: what ``attention_probabilities``
-    holds in those rows, without the whole ``[heads, tokens, tokens]`` ever existing.
-    Called inside a trace, on the worker, with the block's envoy."""
+    tokens, head_dim]``; the keys may stop early, at ``stop`` or later, since no query
+    of these rows sees a later one) and the layer's own scoring: what
+    ``attention_probabilities`` holds in those rows, without the whole ``[heads, tokens,
+    tokens]`` ever existing. Called inside a trace, on the worker, with the block's envoy."""
     scores = recompute_scores(
         queries[0].transpose(0, 1), keys[0].transpose(0, 1), rows=(start, stop), **_scoring(attention)
     )
