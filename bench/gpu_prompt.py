@@ -128,15 +128,15 @@ def _peak_pattern(text: str, layer: int, block: int, rows_bytes: int | None = No
     return run
 
 
-#: The row blocks timed beside the default (`ROWS_BYTES`): what a block's size costs.
-ROWS_BYTES_TRIED = (64 * 2**20, 1024 * 2**20, 4096 * 2**20)
+#: The row blocks timed beside the GPU's default (`GPU_ROWS_BYTES`): what a block's size costs.
+ROWS_BYTES_TRIED = (64 * 2**20, 256 * 2**20, 4096 * 2**20)
 
 
 def peak_row(session, text: str, layer: int) -> dict:
     """What the shipped pattern adds to the forward's peak GPU memory (the worker's
     allocator) against the raw forward's own peak (issue 39's 2 GB bound), and the
     pattern's time on the worker at the default row block and at `ROWS_BYTES_TRIED`."""
-    from nnterp_widgets.requests.attention import ROWS_BYTES, pattern_block
+    from nnterp_widgets.requests.attention import GPU_ROWS_BYTES, pattern_block
 
     tokens = len(session.tokens(text))
     raw = session.request(_peak_raw(text), key="peak").result(600)
@@ -153,7 +153,7 @@ def peak_row(session, text: str, layer: int) -> dict:
             continue
         found[f"pattern{name}_ms"] = round(sorted(run["ms"] for run in runs)[1], 1)
         found[f"pattern{name}_over_raw_mb"] = round((runs[-1]["peak"] - raw["peak"]) / 2**20, 1)
-    found["rows_bytes_default_mb"] = ROWS_BYTES // 2**20
+    found["rows_bytes_default_mb"] = GPU_ROWS_BYTES // 2**20
     return found
 
 

@@ -276,11 +276,23 @@ def check_window(tokens: int, window) -> tuple[int, int]:
     return query, key
 
 
-#: Bytes one block of a pattern's rows may take while it is recomputed: a pattern is
-#: computed, pooled and quantised this many bytes of rows at a time, so no layer's
-#: whole ``[heads, tokens, tokens]`` is ever held (4 GB a layer at 16,384 tokens on an
-#: 8B shape's 32 heads; 128 GB at 32,768 for the scores and their softmax).
-ROWS_BYTES = 256 * 2**20
+#: Bytes one block of a pattern's rows may take while it is recomputed on the CPU: a
+#: pattern is computed, pooled and quantised this many bytes of rows at a time, so no
+#: layer's whole ``[heads, tokens, tokens]`` is ever held (4 GB a layer at 16,384 tokens
+#: on an 8B shape's 32 heads; 128 GB at 32,768 for the scores and their softmax). Small
+#: blocks stay in the CPU's cache: 32 MiB took 0.4-0.6x the time of 256 MiB at 4,096 and
+#: 8,192 tokens (bench/pattern_rows.py).
+ROWS_BYTES = 32 * 2**20
+#: The same on a GPU, where a block's cost is its kernel launches more than its bytes:
+#: on an H100, 8B shape, 1 GiB blocks took 451 ms at 32,768 tokens against 742 ms at
+#: 256 MiB, 0.2-1.6 GB over the forward's own peak from 8,192 to 32,768 tokens (docs/gpu.md, run 11).
+GPU_ROWS_BYTES = 2**30
+
+
+def rows_bytes_on(device: torch.device | str) -> int:
+    """A block of rows' bytes where the pattern is computed: `ROWS_BYTES` on the CPU,
+    `GPU_ROWS_BYTES` elsewhere."""
+    return ROWS_BYTES if torch.device(device).type == "cpu" else GPU_ROWS_BYTES
 
 
 def rows_at_once(heads: int, tokens: int, block: int = 1, rows_bytes: int | None = None) -> int:
@@ -305,9 +317,9 @@ def pattern_payload(
 
     The cells: every one (``block == 1``), each ``block``-token square's maximum, or the
     exact ones in ``window`` ``(q0, q1, k0, k1)``. The probabilities are recomputed
-    `rows_at_once` rows at a time (``rows_bytes`` of them; default `ROWS_BYTES`) and each
-    block pooled and cut on the engine's device before the next, so only what is shipped
-    is ever whole. A block of rows is scored against the keys up to its last query only
+    `rows_at_once` rows at a time (``rows_bytes`` of them; default `rows_bytes_on` the
+    device) and each block pooled and cut on the engine's device before the next, so
+    only what is shipped is ever whole. A block of rows is scored against the keys up to its last query only
     (rounded up to whole pooling cells): attention is causal, so every later key's
     weight is 0 there, and a long prompt's pattern costs half its square.
     """
@@ -323,6 +335,7 @@ def pattern_payload(
         q0, q1, k0, k1 = 0, tokens, 0, tokens
         rows = -(-tokens // block)
         shipped = torch.zeros(heads, rows, rows, dtype=torch.uint8, device=device)
+    rows_bytes = rows_bytes_on(device) if rows_bytes is None else rows_bytes
     step = rows_at_once(heads, tokens, 1 if window is not None else block, rows_bytes)
     cell = math.lcm(thumb, 1 if window is not None else block)  # keys are cut at whole cells
     for start in range(0, tokens, step):

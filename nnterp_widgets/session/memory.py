@@ -18,7 +18,7 @@ the kernel with it)::
 from __future__ import annotations
 
 
-from ..requests import pattern_block, rows_at_once
+from ..requests import pattern_block, rows_at_once, rows_bytes_on
 from ..requests.common import RequestRefused
 
 #: Copies of one layer's ``[heads, tokens, tokens]`` float32 pattern alive at once while
@@ -82,17 +82,23 @@ def _gpu_free_bytes() -> int | None:
 
 
 def request_bytes(
-    model, tokens: int, patterns: int = 0, extra: int = 0, row_blocks: int = 0, forward: bool = True
+    model,
+    tokens: int,
+    patterns: int = 0,
+    extra: int = 0,
+    row_blocks: int = 0,
+    forward: bool = True,
+    device: str = "cpu",
 ) -> int:
     """The estimate: ``patterns`` layers' whole patterns at once, ``row_blocks`` layers'
-    patterns recomputed a block of rows at a time (the shipped pattern), the forward's
-    activations (``forward``: where they are not vLLM's own), and ``extra`` bytes the
-    request keeps of its own."""
+    patterns recomputed a block of rows at a time (the shipped pattern, in ``device``'s
+    blocks: `rows_bytes_on`), the forward's activations (``forward``: where they are not
+    vLLM's own), and ``extra`` bytes the request keeps of its own."""
     width = max(model.hidden_size, model.intermediate_size or 0)
     heads = model.num_heads
     pattern = patterns * PATTERN_COPIES * heads * tokens * tokens * 4
     if row_blocks:
-        rows = min(tokens, rows_at_once(heads, tokens, pattern_block(tokens)))
+        rows = min(tokens, rows_at_once(heads, tokens, pattern_block(tokens), rows_bytes_on(device)))
         # Besides the rows: the layer's queries and keys as read (at most 4 bytes an
         # element) and the keys' float copy.
         kv_heads = getattr(model, "num_kv_heads", None) or heads
@@ -119,13 +125,14 @@ def check_memory(
     free = free_bytes() if limit is None else int(limit)
     if free is None:
         return
-    if forward is None:
-        from ..engine.platform import on_cpu
+    from ..engine.platform import on_cpu
 
-        forward = on_cpu()
+    device = "cpu" if on_cpu() else "cuda"
+    if forward is None:
+        forward = device == "cpu"
 
     def need(count: int) -> int:
-        return request_bytes(model, count, patterns, extra * count // max(1, tokens), row_blocks, forward)
+        return request_bytes(model, count, patterns, extra * count // max(1, tokens), row_blocks, forward, device)
 
     if need(tokens) <= HEADROOM * free:
         return
