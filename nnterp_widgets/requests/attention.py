@@ -26,6 +26,7 @@ from .common import (
     ablate_block,
     check_prompt,
     checked,
+    crossing,
     prompt_key,
     check_size,
     described,
@@ -313,7 +314,7 @@ def pattern_payload(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A layer's pattern as shipped, from its ``attention_queries`` and ``attention_keys``
     (read in the trace; ``attention`` is the block's envoy): (uint8 ``round(p * 255)``
-    cells, pooled thumbnails), on the CPU.
+    cells, pooled thumbnails), numpy arrays (`crossing`).
 
     The cells: every one (``block == 1``), each ``block``-token square's maximum, or the
     exact ones in ``window`` ``(q0, q1, k0, k1)``. The probabilities are recomputed
@@ -359,7 +360,7 @@ def pattern_payload(
             shipped[:, start:stop, :seen] = _quantized(probabilities)
         del probabilities, columns
     counts = torch.bincount(torch.arange(tokens, device=device) // thumb).to(sums)
-    return shipped.cpu(), (sums / counts[None, :, None]).cpu()
+    return crossing(shipped), crossing(sums / counts[None, :, None])
 
 
 def _quantized(probabilities: torch.Tensor) -> torch.Tensor:
@@ -569,7 +570,7 @@ def run_patterns(
         out["input_ids"] = model.input_ids[0].cpu()
         for index in range(last + 1):
             if index in chosen:
-                out[index] = model.layers[index].self_attn.attention_probabilities[0].float().cpu()
+                out[index] = crossing(model.layers[index].self_attn.attention_probabilities[0].float())
             ablate_block(model, heads, index)
     values = np.stack([to_numpy(out[index], np.float32) for index in chosen]) if chosen else np.zeros((0,))
     values.setflags(write=False)

@@ -275,6 +275,14 @@ def stacked_top_k(model, rows: list, k: int) -> tuple[torch.Tensor, torch.Tensor
     return torch.cat(probs).reshape(shape), torch.cat(ids).reshape(shape)
 
 
+def crossing(tensor: torch.Tensor) -> np.ndarray:
+    """A large result as a request sends it from the worker: a numpy array on the CPU.
+    From the engine's own processes to the kernel's, an array crosses at about half a
+    tensor's cost (8-16 MB: 1.0-2.2 ms a MB against 2.0-3.7, bench/result_bytes.py); on a
+    GPU the prompt request's 9 MB cost about 5 ms a MB as tensors (docs/gpu.md, run 11)."""
+    return tensor.detach().cpu().numpy()
+
+
 def to_numpy(tensor: Any, dtype) -> np.ndarray:
     """A returned tensor as a numpy array, whatever device it came back on."""
     if isinstance(tensor, torch.Tensor):

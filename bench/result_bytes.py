@@ -1,0 +1,68 @@
+"""What a request's bytes cost on their way from the engine to the kernel's process.
+
+    python bench/result_bytes.py [0,8,32]
+
+One session on `checkpoints.trained()` with the engine in its own processes
+(``in_process=False``, as on a GPU). Each request is the raw forward (one trace saving
+the logits) that also returns N MB made on the worker, as a torch tensor, a numpy array or
+bytes; the floor is the same forward returning nothing (N = 0), in the same run. Medians
+of 5 after a warm-up. On the GPU (docs/gpu.md, run 11) the prompt request's 9 MB of
+pattern cost about 5 ms a megabyte; this says whether the object's kind matters or the
+crossing itself.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import torch
+
+KINDS = ("tensor", "numpy", "bytes")
+
+
+def request(megabytes: int, kind: str):
+    def run(engine):
+        with engine.trace("The capital of France is", temperature=0.0, max_tokens=1):
+            made = torch.zeros(max(1, megabytes * 2**20), dtype=torch.uint8)
+            if kind == "numpy":
+                out = made.numpy().save()
+            elif kind == "bytes":
+                out = made.numpy().tobytes().save()
+            else:
+                out = made.save()
+            engine.logits.save()
+        return out
+
+    return run
+
+
+def main() -> None:
+    from nnterp_widgets.checkpoints import trained
+    from nnterp_widgets.session import Session
+
+    sizes = [int(n) for n in (sys.argv[1] if len(sys.argv) > 1 else "0,8,32").split(",")]
+    session = Session.open(str(trained()), progress=False, in_process=False).wait()
+    try:
+        floor = None
+        for kind in KINDS:
+            for megabytes in sizes:
+                run = request(megabytes, kind)
+                session.request(run).result(120)
+                samples = []
+                for _ in range(5):
+                    start = time.perf_counter()
+                    session.request(run).result(120)
+                    samples.append((time.perf_counter() - start) * 1e3)
+                ms = statistics.median(samples)
+                if megabytes == 0 and floor is None:
+                    floor = ms
+                extra = "" if not megabytes else f", {(ms - floor) / megabytes:.1f} ms a MB over the floor"
+                print(f"    {kind:6} {megabytes:3} MB: {ms:.1f} ms ({ms / floor:.2f}x the floor{extra})", flush=True)
+    finally:
+        session.close()
+
+
+if __name__ == "__main__":
+    main()
