@@ -65,7 +65,12 @@ def _payload(probabilities, **options):
 def test_every_cell_and_the_thumbnails_pool_like_the_grid(rows):
     probabilities = _causal(3, 150, seed=0)
     quantized, thumbnails = _payload(probabilities)
-    assert isinstance(quantized, np.ndarray) and quantized.dtype == np.uint8 and quantized.shape == (3, 150, 150) and thumbnails.shape == (3, 50, 50)
+    assert (
+        isinstance(quantized, np.ndarray)
+        and quantized.dtype == np.uint8
+        and quantized.shape == (3, 150, 150)
+        and thumbnails.shape == (3, 50, 50)
+    )
     for head in range(3):
         want = probabilities[0, head].numpy()
         assert np.abs(quantized[head] / QUANT - want).max() <= 0.5 / QUANT + 1e-7
