@@ -18,6 +18,7 @@ import statistics
 import time
 
 import torch
+from common import report
 
 from nnterp_widgets.components.vllm.attention import recompute_scores
 from nnterp_widgets.requests import attention as attention_requests
@@ -47,14 +48,15 @@ def timed(fn, repeat: int = 3) -> float:
     return statistics.median(samples)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("lengths", nargs="?", default="4096,8192")
     parser.add_argument("--rows", default="32,256", help="row blocks to time, in MiB")
     parser.add_argument("--heads", type=int, default=9)
     parser.add_argument("--kv-heads", type=int, default=3)
     parser.add_argument("--head-dim", type=int, default=64)
-    args = parser.parse_args()
+    args = parser.parse_args([] if argv is None else argv)
+    rows = []
     generator = torch.Generator().manual_seed(0)
     for tokens in [int(n) for n in args.lengths.split(",")]:
         queries = torch.randn(1, args.heads, tokens, args.head_dim, generator=generator)
@@ -74,12 +76,16 @@ def main() -> None:
             assert (whole[0] == kept[0]).all(), "the cut changed a shipped cell"
             torch.testing.assert_close(torch.from_numpy(whole[1]), torch.from_numpy(kept[1]), rtol=1e-5, atol=1e-7)
             label = f"{rows_bytes // 2**20} MiB rows"
-            print(
-                f"    {tokens} tokens, {label}: all keys {whole_s * 1e3:.0f} ms, "
-                f"cut {cut_s * 1e3:.0f} ms ({cut_s / whole_s:.2f}x)",
-                flush=True,
+            rows.append(
+                (
+                    f"{tokens} tokens, {label}",
+                    f"all keys {whole_s * 1e3:.0f} ms, cut {cut_s * 1e3:.0f} ms ({cut_s / whole_s:.2f}x)",
+                )
             )
+    return report("The shown pattern's arithmetic: keys cut at each row block's last query (CPU)", rows)
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main(sys.argv[1:])

@@ -1,6 +1,6 @@
 """What a request's bytes cost on their way from the engine to the kernel's process.
 
-    python bench/result_bytes.py [0,8,32]
+    python bench/result_bytes.py [0,8,16]
 
 One session on `checkpoints.trained()` with the engine in its own processes
 (``in_process=False``, as on a GPU). Each request is the raw forward (one trace saving
@@ -18,6 +18,7 @@ import sys
 import time
 
 import torch
+from common import report
 
 KINDS = ("tensor", "numpy", "bytes")
 
@@ -38,11 +39,12 @@ def request(megabytes: int, kind: str):
     return run
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> str:
     from nnterp_widgets.checkpoints import trained
     from nnterp_widgets.session import Session
 
-    sizes = [int(n) for n in (sys.argv[1] if len(sys.argv) > 1 else "0,8,32").split(",")]
+    sizes = [int(n) for n in (argv[0] if argv else "0,8,16").split(",")]
+    rows = []
     session = Session.open(str(trained()), progress=False, in_process=False).wait()
     try:
         floor = None
@@ -59,10 +61,11 @@ def main() -> None:
                 if megabytes == 0 and floor is None:
                     floor = ms
                 extra = "" if not megabytes else f", {(ms - floor) / megabytes:.1f} ms a MB over the floor"
-                print(f"    {kind:6} {megabytes:3} MB: {ms:.1f} ms ({ms / floor:.2f}x the floor{extra})", flush=True)
+                rows.append((f"{kind} {megabytes} MB", f"{ms:.1f} ms ({ms / floor:.2f}x the floor{extra})"))
     finally:
         session.close()
+    return report("A result's bytes from the engine's processes to the kernel's (trained model, CPU)", rows)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -26,6 +26,8 @@ BENCHES = [
     "patterns",
     "dataset",
     "attribution_profile",
+    "pattern_rows",
+    "result_bytes",
 ]
 
 
