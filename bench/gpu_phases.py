@@ -53,7 +53,9 @@ def main() -> None:
 
     def pattern(engine):
         with engine.trace(text, temperature=0.0, max_tokens=1):
-            out = list(pattern_payload(engine.layers[0].self_attn.attention_probabilities, block)).save()
+            attention = engine.layers[0].self_attn
+            found = pattern_payload(attention, attention.attention_queries, attention.attention_keys, block)
+            out = list(found).save()
         return out
 
     def lens(engine):
