@@ -286,7 +286,8 @@ def check_window(tokens: int, window) -> tuple[int, int]:
 ROWS_BYTES = 32 * 2**20
 #: The same on a GPU, where a block's cost is its kernel launches more than its bytes:
 #: on an H100, 8B shape, 1 GiB blocks took 451 ms at 32,768 tokens against 742 ms at
-#: 256 MiB, 0.2-1.6 GB over the forward's own peak from 8,192 to 32,768 tokens (docs/gpu.md, run 11).
+#: 256 MiB, 0.2-1.6 GB over the forward's own peak from 8,192 to 32,768 tokens
+#: (docs/gpu.md, run 11).
 GPU_ROWS_BYTES = 2**30
 
 
@@ -311,7 +312,7 @@ def pattern_payload(
     block: int = 1,
     window: tuple | None = None,
     rows_bytes: int | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
+) -> tuple[np.ndarray, np.ndarray]:
     """A layer's pattern as shipped, from its ``attention_queries`` and ``attention_keys``
     (read in the trace; ``attention`` is the block's envoy): (uint8 ``round(p * 255)``
     cells, pooled thumbnails), numpy arrays (`crossing`).
@@ -320,9 +321,10 @@ def pattern_payload(
     exact ones in ``window`` ``(q0, q1, k0, k1)``. The probabilities are recomputed
     `rows_at_once` rows at a time (``rows_bytes`` of them; default `rows_bytes_on` the
     device) and each block pooled and cut on the engine's device before the next, so
-    only what is shipped is ever whole. A block of rows is scored against the keys up to its last query only
-    (rounded up to whole pooling cells): attention is causal, so every later key's
-    weight is 0 there, and a long prompt's pattern costs half its square.
+    only what is shipped is ever whole. A block of rows is scored against the keys up to
+    its last query only (rounded up to whole pooling cells): attention is causal, so
+    every later key's weight is 0 there, and a long prompt's pattern costs half its
+    square.
     """
     heads, tokens = queries.shape[1], queries.shape[2]
     device = queries.device
