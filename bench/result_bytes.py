@@ -5,7 +5,8 @@
 One session on `checkpoints.trained()` with the engine in its own processes
 (``in_process=False``, as on a GPU). Each request is the raw forward (one trace saving
 the logits) that also returns N MB made on the worker, as a torch tensor, a numpy array or
-bytes; the floor is the same forward returning nothing (N = 0), in the same run. Medians
+bytes, and the same forward returning `SMALL` small results (a batch's); the floor is the
+same forward returning nothing (N = 0), in the same run. Medians
 of 5 after a warm-up. On the GPU (docs/gpu.md, run 11) the prompt request's 9 MB of
 pattern cost about 5 ms a megabyte; this says whether the object's kind matters or the
 crossing itself.
@@ -21,6 +22,9 @@ import torch
 from common import report
 
 KINDS = ("tensor", "numpy", "bytes")
+#: Small results in one request: a 64-prompt batch's five each (ids, the lens's two, the
+#: model's top two), each [30, 1, 5] floats here.
+SMALL = 320
 
 
 def request(megabytes: int, kind: str):
@@ -33,6 +37,21 @@ def request(megabytes: int, kind: str):
                 out = made.numpy().tobytes().save()
             else:
                 out = made.save()
+            engine.logits.save()
+        return out
+
+    return run
+
+
+def small_results(count: int, kind: str):
+    """The raw forward also returning ``count`` small results (as a batch's prompts do)."""
+
+    def run(engine):
+        with engine.trace("The capital of France is", temperature=0.0, max_tokens=1):
+            out = list().save()
+            for _ in range(count):
+                made = torch.rand(30, 1, 5)
+                out.append(made.numpy() if kind == "numpy" else made)
             engine.logits.save()
         return out
 
@@ -62,6 +81,17 @@ def main(argv: list[str] | None = None) -> str:
                     floor = ms
                 extra = "" if not megabytes else f", {(ms - floor) / megabytes:.1f} ms a MB over the floor"
                 rows.append((f"{kind} {megabytes} MB", f"{ms:.1f} ms ({ms / floor:.2f}x the floor{extra})"))
+        for kind in ("tensor", "numpy"):
+            run = small_results(SMALL, kind)
+            session.request(run).result(120)
+            samples = []
+            for _ in range(5):
+                start = time.perf_counter()
+                session.request(run).result(120)
+                samples.append((time.perf_counter() - start) * 1e3)
+            ms = statistics.median(samples)
+            each = (ms - floor) / SMALL * 1e3
+            rows.append((f"{kind} x {SMALL} small", f"{ms:.1f} ms ({ms / floor:.2f}x the floor, {each:.0f} us each)"))
     finally:
         session.close()
     return report("A result's bytes from the engine's processes to the kernel's (trained model, CPU)", rows)

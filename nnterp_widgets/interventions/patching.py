@@ -39,7 +39,16 @@ import numpy as np
 import torch
 
 from ..engine import module_of
-from ..requests.common import LENS_K, ONE_GREEDY_STEP, Tokens, check_prompt, one_token, texts_of, tokens_of
+from ..requests.common import (
+    LENS_K,
+    ONE_GREEDY_STEP,
+    Tokens,
+    check_prompt,
+    crossing,
+    one_token,
+    texts_of,
+    tokens_of,
+)
 from ..requests.tables import table
 from ..requests.lens import LensGrid
 from ..requests.progress import NO_PROGRESS, Pace, Progress
@@ -380,7 +389,7 @@ def _metric_reads(root, pair: list[int]):
     """Inside an invoke: the last position's logits of answer and foil, and their
     log-sum-exp (every metric comes from these three)."""
     logits = root.logits[0, -1].float()
-    return torch.cat([logits[pair], logits.logsumexp(-1, keepdim=True)]).cpu()
+    return crossing(torch.cat([logits[pair], logits.logsumexp(-1, keepdim=True)]))
 
 
 def _read_clean(model, clean: list[int], corrupted: list[int], site: str, pair: list[int], noised):

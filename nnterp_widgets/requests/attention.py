@@ -462,7 +462,7 @@ class Patterns:
     def stats(self) -> "PatternStats":
         """Each head's summary over the prompt's queries (`PatternStats`)."""
         entropy, distance = pattern_stats(torch.from_numpy(np.ascontiguousarray(self.values)))
-        return PatternStats(self.prompt, self.tokens, self.layer_ids, entropy.numpy(), distance.numpy())
+        return PatternStats(self.prompt, self.tokens, self.layer_ids, entropy, distance)
 
     def to_pandas(self):
         """One row per (layer, head, query, key): ``weight``, the exact probability
@@ -480,17 +480,17 @@ def patterns_bytes(layers: int, heads: int, tokens: int) -> int:
     return layers * heads * tokens * tokens * 4
 
 
-def pattern_stats(probabilities: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def pattern_stats(probabilities: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """``[..., heads, queries, keys]`` probabilities -> each head's mean, over the queries,
     of its row's entropy (nats) and of how far back it looks (the weights' mean distance
-    from the query, in tokens): two ``[..., heads]`` float32 tensors."""
+    from the query, in tokens): two ``[..., heads]`` float32 arrays (`crossing`)."""
     p = probabilities.float()
     count = p.shape[-1]
     positions = torch.arange(count, device=p.device, dtype=torch.float32)
     back = (positions[:, None] - positions[None, :]).clamp(min=0)
     entropy = -(p * torch.log(p.clamp(min=1e-30))).sum(-1).mean(-1)
     distance = (p * back).sum(-1).mean(-1)
-    return entropy.cpu(), distance.cpu()
+    return crossing(entropy), crossing(distance)
 
 
 @dataclass(frozen=True)

@@ -259,11 +259,11 @@ def top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
 LENS_PIECE_BYTES = 64 << 20
 
 
-def stacked_top_k(model, rows: list, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+def stacked_top_k(model, rows: list, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Inside a trace: the lens's top-k of every layer's ``[window, hidden]`` streams in
     ``rows`` (one width for all), as `top_k` does it, from a few stacked products
-    (`LENS_PIECE_BYTES`): ``(probs, ids)``, each ``[layers, window, k]`` (two tensors to
-    return, not two a layer)."""
+    (`LENS_PIECE_BYTES`): ``(probs, ids)``, each ``[layers, window, k]`` (two arrays to
+    return, not two a layer: `crossing`)."""
     streams = torch.cat(rows)
     piece = max(1, LENS_PIECE_BYTES // (4 * model.vocab_size))
     probs, ids = [], []
@@ -272,14 +272,16 @@ def stacked_top_k(model, rows: list, k: int) -> tuple[torch.Tensor, torch.Tensor
         probs.append(found[0])
         ids.append(found[1])
     shape = (len(rows), rows[0].shape[0], -1)
-    return torch.cat(probs).reshape(shape), torch.cat(ids).reshape(shape)
+    return crossing(torch.cat(probs).reshape(shape)), crossing(torch.cat(ids).reshape(shape))
 
 
 def crossing(tensor: torch.Tensor) -> np.ndarray:
-    """A large result as a request sends it from the worker: a numpy array on the CPU.
-    From the engine's own processes to the kernel's, an array crosses at about half a
-    tensor's cost (8-16 MB: 1.0-2.2 ms a MB against 2.0-3.7, bench/result_bytes.py); on a
-    GPU the prompt request's 9 MB cost about 5 ms a MB as tensors (docs/gpu.md, run 11)."""
+    """A result as a request sends it from the worker: a numpy array on the CPU (float32
+    or integers; numpy has no bfloat16). From the engine's own processes to the kernel's,
+    an array crosses at about half a tensor's cost by the megabyte (8-16 MB: 1.0-2.2 ms a
+    MB against 2.0-3.7) and at almost none by the piece (a small tensor about 0.1 ms),
+    bench/result_bytes.py; on a GPU the prompt request's 9 MB cost about 5 ms a MB as
+    tensors (docs/gpu.md, run 11)."""
     return tensor.detach().cpu().numpy()
 
 

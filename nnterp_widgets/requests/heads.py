@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .common import RequestRefused, Tokens, check_prompt, prompt_key, tokens_of
+from .common import RequestRefused, Tokens, check_prompt, crossing, prompt_key, tokens_of
 from .attention import pattern_layers
 from .tables import cells, stacked
 
@@ -97,7 +97,7 @@ def induction_pairs(ids: list[int]) -> tuple[list[int], list[int]]:
     return queries, keys
 
 
-def role_scores(probabilities: torch.Tensor, queries: list[int], keys: list[int]) -> torch.Tensor:
+def role_scores(probabilities: torch.Tensor, queries: list[int], keys: list[int]) -> np.ndarray:
     """``[1, heads, q, k]`` probabilities -> ``[roles, heads]`` (the order of `ROLES`);
     ``queries`` / ``keys``: the induction pairs (`induction_pairs`)."""
     pattern = probabilities[0].float()
@@ -110,7 +110,7 @@ def role_scores(probabilities: torch.Tensor, queries: list[int], keys: list[int]
         induction = pattern[:, queries, keys].mean(-1)
     else:
         induction = torch.full_like(first, float("nan"))
-    return torch.stack([previous, first, current, induction]).cpu()
+    return crossing(torch.stack([previous, first, current, induction]))
 
 
 def induction_probe(model, length: int = 50, seed: int = 0) -> list[int]:
@@ -138,7 +138,7 @@ def roles_plan(model, prompt: Any) -> tuple[list[int], tuple, tuple]:
 
 def roles_reads(model, layers, queries: list[int], keys: list[int]) -> dict:
     """Inside the prompt's invoke: the ids and each served layer's role scores."""
-    out = {"input_ids": model.input_ids[0].cpu()}
+    out = {"input_ids": crossing(model.input_ids[0])}
     for index in layers:
         out[index] = role_scores(model.layers[index].self_attn.attention_probabilities, queries, keys)
     return out
@@ -148,7 +148,7 @@ def roles_result(model, ids, out: dict, prompt) -> HeadRoles:
     """`HeadRoles` from `roles_reads`' answer."""
     grid = np.full((len(ROLES), model.num_layers, model.num_heads), np.nan, dtype=np.float32)
     for index in pattern_layers(model):
-        grid[:, index, :] = out[index].numpy()
+        grid[:, index, :] = out[index]
     scores = {role: grid[i] for i, role in enumerate(ROLES)}
     for array in scores.values():
         array.setflags(write=False)

@@ -22,6 +22,7 @@ from .common import (
     texts_of,
     to_numpy,
     tokens_of,
+    crossing,
     stacked_top_k,
     top_k,
 )
@@ -145,13 +146,13 @@ def lens_plan(
 def lens_reads(model, start: int, stop: int, k: int, heads) -> dict:
     """Inside the prompt's invoke: the ids, each layer's lens top-k over ``start:stop``
     (the heads ablated before their layer's reads) and the model's own top-k."""
-    out = {"input_ids": model.input_ids[0].cpu()}
+    out = {"input_ids": crossing(model.input_ids[0])}
     windows = []
     for index in range(model.num_layers):
         ablate_block(model, heads, index)
         windows.append(model.layers[index].layer_output[0, start:stop])
     out["lens"] = stacked_top_k(model, windows, k)
-    out["model_top"] = top_k(model.logits[0, -1], k)
+    out["model_top"] = tuple(crossing(part) for part in top_k(model.logits[0, -1], k))
     return out
 
 

@@ -31,6 +31,7 @@ from .common import (
     ablate_block,
     checked,
     check_size,
+    crossing,
     described,
     tokens_of,
     stacked_top_k,
@@ -128,7 +129,7 @@ def prompt_reads(model, shown, block: int, start: int, stop: int, k: int, heads,
     """Inside the prompt's invoke: the ids, the shown layer's pattern, each layer's lens
     over ``start:stop`` (the heads ablated before their layer's reads), the model's top-k;
     with ``keep``, every layer's stream kept in the worker (`kept`)."""
-    out = {"input_ids": model.input_ids[0].cpu()}
+    out = {"input_ids": crossing(model.input_ids[0])}
     streams, windows = [], []
     for index in range(model.num_layers):
         layer_block = model.layers[index]
@@ -141,12 +142,12 @@ def prompt_reads(model, shown, block: int, start: int, stop: int, k: int, heads,
             streams.append(stream)
         windows.append(stream[start:stop])
     out["lens"] = stacked_top_k(model, windows, k)
-    out["model_top"] = top_k(model.logits[0, -1], k)
+    out["model_top"] = tuple(crossing(part) for part in top_k(model.logits[0, -1], k))
     if keep is not None:
         keep_streams(keep, streams, *model.lens_modules())
         out["kept"] = keep
     if heads:
-        out["ablated"] = model.next_token_probs[0].float().cpu()
+        out["ablated"] = crossing(model.next_token_probs[0].float())
     return out
 
 
