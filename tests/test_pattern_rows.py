@@ -97,7 +97,7 @@ def test_pooled_cells_are_the_block_maximum_and_a_window_is_exact(rows, tokens):
 
 def test_a_block_of_rows_fits_its_bytes_in_whole_pooling_blocks():
     # 32 heads at 32,768 tokens: 64 rows (a pooling block of 64) are 256 MiB of float32.
-    on_gpu = attention_requests.rows_bytes_on("cuda")
+    on_gpu = attention_requests.rows_bytes_on("cuda", free=80 * 2**30)
     assert rows_at_once(32, 32_768, 64, on_gpu) == 256
     assert rows_at_once(32, 32_768, 64, on_gpu) * 32 * 32_768 * 4 <= attention_requests.GPU_ROWS_BYTES
     assert rows_at_once(32, 16_384, 32, 256 * 2**20) == 128 and 128 % 32 == 0
@@ -105,6 +105,9 @@ def test_a_block_of_rows_fits_its_bytes_in_whole_pooling_blocks():
     assert rows_at_once(2, 10, 1) >= 10  # a short prompt: one block holds every row
     assert rows_at_once(32, 10**6, 7) == 7
     assert attention_requests.rows_bytes_on(torch.device("cpu")) == attention_requests.ROWS_BYTES < on_gpu
+    # a GPU that vLLM has nearly filled gets smaller blocks (a share of what is free), never under the CPU's
+    assert attention_requests.rows_bytes_on("cuda", free=2**30) == 2**30 // attention_requests.FREE_SHARE
+    assert attention_requests.rows_bytes_on("cuda", free=0) == attention_requests.ROWS_BYTES
 
 
 @pytest.mark.parametrize(
@@ -149,6 +152,9 @@ def test_the_memory_estimate_of_a_shipped_pattern_is_one_block_of_rows():
     shipped = request_bytes(llama, 32_768, row_blocks=1, forward=False)
     assert 0.5e9 < shipped < 2e9
     # a GPU's blocks are larger (fewer launches): three copies of 1 GiB and the reads
-    assert 3 * 2**30 < request_bytes(llama, 32_768, row_blocks=1, forward=False, device="cuda") < 4.5e9
+    roomy = request_bytes(llama, 32_768, row_blocks=1, forward=False, device="cuda", free=80 * 2**30)
+    assert 3 * 2**30 < roomy < 4.5e9
+    full = request_bytes(llama, 32_768, row_blocks=1, forward=False, device="cuda", free=2**30)
+    assert full == shipped < roomy  # a nearly full GPU: the smallest blocks, as on the CPU
     assert request_bytes(llama, 32_768, patterns=1, forward=False) == 3 * 32 * 32_768**2 * 4
     assert request_bytes(llama, 32_768, row_blocks=1) - shipped == 6 * 32_768 * 14336 * 4  # the CPU's activations

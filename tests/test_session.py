@@ -498,7 +498,8 @@ def test_a_prompt_that_would_not_fit_in_memory_is_refused_before_it_runs(session
     tokens = len(session.tokens(text))
     from nnterp_widgets.engine.platform import on_cpu
 
-    need = request_bytes(engine, tokens, row_blocks=1, forward=on_cpu(), device="cpu" if on_cpu() else "cuda")
+    # free=0: the smallest blocks a GPU takes, so this limit is under the estimate at any block
+    need = request_bytes(engine, tokens, row_blocks=1, forward=on_cpu(), device="cpu" if on_cpu() else "cuda", free=0)
     session.memory_limit = need  # under the estimate once the headroom is kept
     try:
         with pytest.raises(MemoryRefused, match=r"Shorten the prompt to about \d+ tokens"):

@@ -284,17 +284,30 @@ def check_window(tokens: int, window) -> tuple[int, int]:
 #: blocks stay in the CPU's cache: 32 MiB took 0.4-0.6x the time of 256 MiB at 4,096 and
 #: 8,192 tokens (bench/pattern_rows.py).
 ROWS_BYTES = 32 * 2**20
-#: The same on a GPU, where a block's cost is its kernel launches more than its bytes:
-#: on an H100, 8B shape, 1 GiB blocks took 451 ms at 32,768 tokens against 742 ms at
-#: 256 MiB, 0.2-1.6 GB over the forward's own peak from 8,192 to 32,768 tokens
+#: The most a block takes on a GPU, where its cost is its kernel launches more than its
+#: bytes: on an H100, 8B shape, 1 GiB blocks took 451 ms at 32,768 tokens against 742 ms
+#: at 256 MiB, 0.2-1.6 GB over the forward's own peak from 8,192 to 32,768 tokens
 #: (docs/gpu.md, run 11).
 GPU_ROWS_BYTES = 2**30
+#: A GPU's block is at most this share of its free memory (a block, its softmax and the
+#: pooled copies together stay under half of it), so a GPU that vLLM has nearly filled
+#: gets smaller blocks instead of a refusal.
+FREE_SHARE = 8
 
 
-def rows_bytes_on(device: torch.device | str) -> int:
-    """A block of rows' bytes where the pattern is computed: `ROWS_BYTES` on the CPU,
-    `GPU_ROWS_BYTES` elsewhere."""
-    return ROWS_BYTES if torch.device(device).type == "cpu" else GPU_ROWS_BYTES
+def rows_bytes_on(device: torch.device | str, free: int | None = None) -> int:
+    """A block of rows' bytes where the pattern is computed: `ROWS_BYTES` on the CPU; on
+    a GPU `GPU_ROWS_BYTES`, or `FREE_SHARE` of its ``free`` bytes where that is less (read
+    from the device when not given), never less than `ROWS_BYTES`."""
+    device = torch.device(device)
+    if device.type == "cpu":
+        return ROWS_BYTES
+    if free is None:
+        try:
+            free = torch.cuda.mem_get_info(device)[0]
+        except Exception:  # noqa: BLE001 - a device torch cannot ask: the measured default
+            return GPU_ROWS_BYTES
+    return max(ROWS_BYTES, min(GPU_ROWS_BYTES, int(free) // FREE_SHARE))
 
 
 def rows_at_once(heads: int, tokens: int, block: int = 1, rows_bytes: int | None = None) -> int:

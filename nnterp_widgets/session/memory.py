@@ -89,16 +89,17 @@ def request_bytes(
     row_blocks: int = 0,
     forward: bool = True,
     device: str = "cpu",
+    free: int | None = None,
 ) -> int:
     """The estimate: ``patterns`` layers' whole patterns at once, ``row_blocks`` layers'
     patterns recomputed a block of rows at a time (the shipped pattern, in ``device``'s
-    blocks: `rows_bytes_on`), the forward's activations (``forward``: where they are not
-    vLLM's own), and ``extra`` bytes the request keeps of its own."""
+    blocks for ``free`` bytes: `rows_bytes_on`), the forward's activations (``forward``:
+    where they are not vLLM's own), and ``extra`` bytes the request keeps of its own."""
     width = max(model.hidden_size, model.intermediate_size or 0)
     heads = model.num_heads
     pattern = patterns * PATTERN_COPIES * heads * tokens * tokens * 4
     if row_blocks:
-        rows = min(tokens, rows_at_once(heads, tokens, pattern_block(tokens), rows_bytes_on(device)))
+        rows = min(tokens, rows_at_once(heads, tokens, pattern_block(tokens), rows_bytes_on(device, free)))
         # Besides the rows: the layer's queries and keys as read (at most 4 bytes an
         # element) and the keys' float copy.
         kv_heads = getattr(model, "num_kv_heads", None) or heads
@@ -132,7 +133,8 @@ def check_memory(
         forward = device == "cpu"
 
     def need(count: int) -> int:
-        return request_bytes(model, count, patterns, extra * count // max(1, tokens), row_blocks, forward, device)
+        share = extra * count // max(1, tokens)
+        return request_bytes(model, count, patterns, share, row_blocks, forward, device, free)
 
     if need(tokens) <= HEADROOM * free:
         return
