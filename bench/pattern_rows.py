@@ -14,11 +14,8 @@ payloads are checked equal. The trained model's shape by default (9 heads, 3 kv 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
-
 import torch
-from common import report
+from common import median_seconds, report
 
 from nnterp_widgets.components.vllm.attention import recompute_scores
 from nnterp_widgets.requests import attention as attention_requests
@@ -36,16 +33,6 @@ def _scored(cut: bool, whole_keys: torch.Tensor):
         return torch.softmax(scores, dim=-1)[:, :, :seen]
 
     return rows
-
-
-def timed(fn, repeat: int = 3) -> float:
-    fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def main(argv: list[str] | None = None) -> str:
@@ -71,7 +58,7 @@ def main(argv: list[str] | None = None) -> str:
                 def run():
                     payload[:] = [attention_requests.pattern_payload(None, queries, keys, block, rows_bytes=rows_bytes)]
 
-                found[cut] = (timed(run), payload[0])
+                found[cut] = (median_seconds(run, repeat=3, warmup=1), payload[0])
             (whole_s, whole), (cut_s, kept) = found[False], found[True]
             assert (whole[0] == kept[0]).all(), "the cut changed a shipped cell"
             torch.testing.assert_close(torch.from_numpy(whole[1]), torch.from_numpy(kept[1]), rtol=1e-5, atol=1e-7)

@@ -1,6 +1,6 @@
 """What a request's bytes cost on their way from the engine to the kernel's process.
 
-    python bench/result_bytes.py [0,8,16]
+    python bench/result_bytes.py [8,16]
 
 One session on `checkpoints.trained()` with the engine in its own processes
 (``in_process=False``, as on a GPU). Each request is the raw forward (one trace saving
@@ -14,12 +14,10 @@ crossing itself.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 
 import torch
-from common import report
+from common import median_seconds, report
 
 KINDS = ("tensor", "numpy", "bytes")
 #: Small results in one request: a 64-prompt batch's five each (ids, the lens's two, the
@@ -62,34 +60,25 @@ def main(argv: list[str] | None = None) -> str:
     from nnterp_widgets.checkpoints import trained
     from nnterp_widgets.session import Session
 
-    sizes = [int(n) for n in (argv[0] if argv else "0,8,16").split(",")]
+    sizes = [int(n) for n in (argv[0] if argv else "8,16").split(",")]
     rows = []
     session = Session.open(str(trained()), progress=False, in_process=False).wait()
+
+    def median_ms(run) -> float:
+        return median_seconds(lambda: session.request(run).result(120), repeat=5, warmup=1) * 1e3
+
     try:
-        floor = None
+        floor = median_ms(request(0, "tensor"))
+        rows.append(("floor (nothing returned)", f"{floor:.1f} ms"))
         for kind in KINDS:
-            for megabytes in sizes:
-                run = request(megabytes, kind)
-                session.request(run).result(120)
-                samples = []
-                for _ in range(5):
-                    start = time.perf_counter()
-                    session.request(run).result(120)
-                    samples.append((time.perf_counter() - start) * 1e3)
-                ms = statistics.median(samples)
-                if megabytes == 0 and floor is None:
-                    floor = ms
-                extra = "" if not megabytes else f", {(ms - floor) / megabytes:.1f} ms a MB over the floor"
-                rows.append((f"{kind} {megabytes} MB", f"{ms:.1f} ms ({ms / floor:.2f}x the floor{extra})"))
+            for megabytes in [size for size in sizes if size]:
+                ms = median_ms(request(megabytes, kind))
+                over = (ms - floor) / megabytes
+                rows.append(
+                    (f"{kind} {megabytes} MB", f"{ms:.1f} ms ({ms / floor:.2f}x the floor, {over:.1f} ms a MB)")
+                )
         for kind in ("tensor", "numpy"):
-            run = small_results(SMALL, kind)
-            session.request(run).result(120)
-            samples = []
-            for _ in range(5):
-                start = time.perf_counter()
-                session.request(run).result(120)
-                samples.append((time.perf_counter() - start) * 1e3)
-            ms = statistics.median(samples)
+            ms = median_ms(small_results(SMALL, kind))
             each = (ms - floor) / SMALL * 1e3
             rows.append((f"{kind} x {SMALL} small", f"{ms:.1f} ms ({ms / floor:.2f}x the floor, {each:.0f} us each)"))
     finally:
