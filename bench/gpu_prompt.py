@@ -284,6 +284,35 @@ def dataset_prompts(count: int) -> list[str]:
     ]
 
 
+def registered(prompts: list[str], reads: str):
+    """A probe of nnsight's registration path (``model.edit()``): one block installed on
+    the engine, vLLM's own ``generate`` over every prompt, each request running its own
+    copy; ``"floor"`` saves the model's top-5 only, ``"reads"`` the prompt request's
+    reads at the last position (as ``each(...).prompt(window=1)`` reads them)."""
+
+    def run(engine):
+        from vllm import SamplingParams
+
+        from nnterp_widgets.requests.attention import pattern_layers
+        from nnterp_widgets.requests.prompt import prompt_reads
+
+        reader = engine.reader()
+        shown = (pattern_layers(engine) or (None,))[0]
+        with engine.edit() as (_, edit):
+            if reads == "floor":
+                got = engine.logits[0, -1].topk(5).indices.cpu().numpy().save()
+            else:
+                got = prompt_reads(reader, shown, 1, -1, None, 5, (), None).save()
+        try:
+            outs = engine.vllm_entrypoint.generate(prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
+        finally:
+            edit.clear()
+        assert all("got" in out.saves for out in outs), "a request came back without its saves"
+        return len(outs)
+
+    return run
+
+
 def dataset_rows(session, tokenizer, count: int, singles: int) -> dict:
     """``session.each(prompts).prompt(window=1)`` over ``count`` prompts of about 32 tokens
     against vLLM's own prefill of the same prompts (``LLM.generate``, ``max_tokens=1``)
@@ -298,6 +327,12 @@ def dataset_rows(session, tokenizer, count: int, singles: int) -> dict:
 
     vllm_s = median_ms(lambda: session.request(vllm_prefill).result(600), 3)[0] / 1e3
     each_s = median_ms(lambda: session.each(prompts).prompt(window=1).result(600), 3)[0] / 1e3
+    edits = {}
+    for name, reads in (("edit_floor_s", "floor"), ("edit_reads_s", "reads")):
+        try:
+            edits[name] = round(median_ms(lambda: session.request(registered(prompts, reads)).result(600), 3)[0] / 1e3, 2)
+        except Exception as error:  # noqa: BLE001 - a probe's failure is a result
+            edits[name] = repr(error)[:300]
     start = time.perf_counter()
     for text in prompts[:singles]:
         session.prompt(text, window=1).result(REQUEST_TIMEOUT_S)
@@ -310,6 +345,7 @@ def dataset_rows(session, tokenizer, count: int, singles: int) -> dict:
         "share_of_vllm": round(vllm_s / each_s, 2),
         "single_ms": round(single_s * 1e3, 1),
         "singles_over_each": round(single_s * count / each_s, 1),
+        **edits,
     }
     print(f"[bench] dataset: {row}", flush=True)
     return row
