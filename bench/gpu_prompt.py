@@ -298,13 +298,17 @@ def registered(prompts: list[str], reads: str):
 
         reader = engine.reader()
         shown = (pattern_layers(engine) or (None,))[0]
+        # nnsight keys a registered edit's saves by the variable's name: ``got`` is read
+        # back from each output's ``saves``.
         with engine.edit() as (_, edit):
             if reads == "floor":
-                got = engine.logits[0, -1].topk(5).indices.cpu().numpy().save()
+                got = engine.logits[0, -1].topk(5).indices.cpu().numpy().save()  # noqa: F841
             else:
-                got = prompt_reads(reader, shown, 1, -1, None, 5, (), None).save()
+                got = prompt_reads(reader, shown, 1, -1, None, 5, (), None).save()  # noqa: F841
         try:
-            outs = engine.vllm_entrypoint.generate(prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
+            outs = engine.vllm_entrypoint.generate(
+                prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False
+            )
         finally:
             edit.clear()
         assert all("got" in out.saves for out in outs), "a request came back without its saves"
@@ -330,7 +334,9 @@ def dataset_rows(session, tokenizer, count: int, singles: int) -> dict:
     edits = {}
     for name, reads in (("edit_floor_s", "floor"), ("edit_reads_s", "reads")):
         try:
-            edits[name] = round(median_ms(lambda: session.request(registered(prompts, reads)).result(600), 3)[0] / 1e3, 2)
+            edits[name] = round(
+                median_ms(lambda: session.request(registered(prompts, reads)).result(600), 3)[0] / 1e3, 2
+            )
         except Exception as error:  # noqa: BLE001 - a probe's failure is a result
             edits[name] = repr(error)[:300]
     start = time.perf_counter()
