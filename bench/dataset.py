@@ -10,6 +10,9 @@ the same engine, in the same run:
   layer's last stream, the final norm and the vocabulary projection, softmax, top-5),
   and against 256 single ``session.prompt`` calls;
 * ``each(prompts).attribute(answers)`` against the batched raw forward;
+* both with every prompt an invoke (``REGISTER_AT`` out of reach) against the default,
+  where prompts sharing their reads' arguments go through one registration, and against
+  vLLM's own prefill of the prompts (``LLM.generate``, one token, no nnsight);
 * the kernel's RSS holding 100 and then 1,000 prompts' answers of ``prompt(window=1)``.
 
 Targets (issue 38): prompt within 1.3x its floor and at least 4x faster than the single
@@ -61,8 +64,18 @@ def batched_forward(prompts: list[str], lens: bool):
     return run
 
 
+def vllm_prefill(prompts: list[str]):
+    def run(model):
+        from vllm import SamplingParams
+
+        return model.vllm_entrypoint.generate(prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
+
+    return run
+
+
 def main() -> str:
     from nnterp_widgets.checkpoints import trained
+    from nnterp_widgets.requests import batches
     from nnterp_widgets.session import Session
 
     session = Session.open(trained(), progress=False, max_model_len=256, **ENGINE_KWARGS).wait()
@@ -80,12 +93,29 @@ def main() -> str:
         singles = timed(lambda: [session.prompt(text, window=1).result() for text in prompts], repeat=1)
         answers = [" Paris"] * len(prompts)
         attribute = timed(lambda: session.each(prompts).attribute(answers).result())
+        vllm = timed(lambda: session.request(vllm_prefill(prompts)).result())
+        shared_at, batches.REGISTER_AT = batches.REGISTER_AT, 10**9
+        try:
+            each_invokes = timed(lambda: session.each(prompts).prompt(window=1).result())
+            attribute_invokes = timed(lambda: session.each(prompts).attribute(answers).result())
+        finally:
+            batches.REGISTER_AT = shared_at
         rows += [
             ("256 prompts: batched raw forward", f"{forward:.2f} s"),
             ("256 prompts: batched forward + last-position lens", f"{floor:.2f} s"),
             ("each(...).prompt(window=1)", f"{each:.2f} s ({each / floor:.2f}x its floor)"),
             ("256 single session.prompt calls", f"{singles:.2f} s ({singles / each:.1f}x each(...).prompt)"),
             ("each(...).attribute(answers)", f"{attribute:.2f} s ({attribute / forward:.2f}x the batched forward)"),
+            ("256 prompts: vLLM's own prefill (LLM.generate, 1 token)", f"{vllm:.2f} s"),
+            (
+                "each(...).prompt, every prompt an invoke",
+                f"{each_invokes:.2f} s (registered: {each_invokes / each:.2f}x faster; "
+                f"vLLM's prefill is {vllm / each:.0%} of registered, {vllm / each_invokes:.0%} of invokes)",
+            ),
+            (
+                "each(...).attribute, every prompt an invoke",
+                f"{attribute_invokes:.2f} s (registered: {attribute_invokes / attribute:.2f}x faster)",
+            ),
         ]
         held = {}
         for count in (100, 1000):

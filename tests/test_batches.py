@@ -194,6 +194,67 @@ def test_progress_counts_prompts_and_a_stop_ends_at_a_chunk(session):
     assert len(job.result(timeout=300)) == len(prompts) and job.progress == (len(prompts), len(prompts))
 
 
+def _saves_left(engine) -> list:
+    """What a plain request (no trace of its own) brings back: an installed edit's saves."""
+    outputs = engine.vllm_entrypoint.generate(["A cat sat"], use_tqdm=False)
+    return [dict(getattr(output, "saves", None) or {}) for output in outputs]
+
+
+def test_prompts_that_share_their_reads_go_through_one_registration(session, monkeypatch):
+    """`REGISTER_AT` or more prompts whose reads take the same arguments (the window counted
+    from the end) are asked through one edit installed on the engine: each answer is the
+    single call's, a prompt whose arguments are its own (shorter than the window) takes an
+    invoke, a bad prompt keeps its slot, and no edit is left on the engine afterwards."""
+    from nnterp_widgets import StandardizedVLLM
+    from nnterp_widgets.requests import batches
+
+    installed = []
+    original = StandardizedVLLM.registered
+
+    def spy(model, reads, args):
+        installed.append((reads.__name__, args))
+        return original(model, reads, args)
+
+    monkeypatch.setattr(StandardizedVLLM, "registered", spy)
+    prompts = [*PROMPTS, *(text + " and" for text in PROMPTS[:3]), "Hi", LONG]
+    assert len(prompts) - 2 >= batches.REGISTER_AT
+    results = session.each(prompts).lens(3).result(timeout=300)
+    assert [name for name, _ in installed] == ["lens_reads"] and installed[0][1][:2] == (-3, None)
+    assert set(results.errors) == {len(prompts) - 1}
+    for text, got in zip(prompts[:-1], results, strict=False):
+        count = len(got.tokens)
+        want = session.lens(text, max(0, count - 3), count).result(timeout=120)
+        assert got.tokens == want.tokens and got.start == want.start
+        np.testing.assert_array_equal(got.top_ids, want.top_ids)
+        np.testing.assert_allclose(got.top_probs, want.top_probs, atol=1e-5)
+    assert session.request(_saves_left).result(timeout=60) == [{}]
+    installed.clear()
+    monkeypatch.setattr(batches, "REGISTER_AT", 10**6)  # every prompt an invoke
+    again = session.each(prompts).lens(3).result(timeout=300)
+    assert not installed
+    for got, want in zip(results[:-1], again[:-1], strict=True):
+        np.testing.assert_array_equal(got.top_ids, want.top_ids)
+
+
+def test_a_stop_inside_a_registration_clears_it(session):
+    from nnterp_widgets.requests import lens_plan, lens_reads, lens_result, lens_shared, run_each
+
+    prompts = PROMPTS * 4
+    heard = StopAfter(1)
+
+    def prepare(model, index, prompt):
+        return lens_plan(model, prompt, 0, 1)
+
+    def run(engine):
+        with pytest.raises(Stopped):
+            run_each(engine, prompts, "lens", prepare, lens_reads, lens_result, heard, shared=lens_shared)
+        return _saves_left(engine)
+
+    assert session.request(run).result(timeout=300) == [{}]
+    ((count, partial),) = heard.seen
+    assert count == FIRST_PROMPTS and partial.done == FIRST_PROMPTS
+
+
 def test_the_dataset_view_lists_the_batch_and_opens_a_row_in_the_explorer(session, tmp_path):
     from nnterp_widgets import DatasetView, Explorer, plot
 

@@ -9,6 +9,7 @@ on a CPU host only the worker class differs (see `platform`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from pathlib import Path
@@ -45,6 +46,9 @@ INPUTS_FIXED = "{name} is read-only on this engine: a vLLM request's tokens are 
 NOT_MEASURED = "model.{name} is not supported on the vllm engine; it is measured on a StandardizedTransformer"
 #: What a method that calls the engine's modules says outside a trace.
 TRACE_ONLY = "{name} calls the engine's modules, which run in vLLM's worker: call it inside `with model.trace(...)`"
+
+#: What a registered read says of a request that came back without its answer.
+REGISTERED_LOST = "request {request} came back without the registered reads' answer (its worker raised or skipped it)"
 
 #: What ``support(step=...)`` says of a step that is not one.
 STEP = "step is a generation step, 0 (the prefill) or more (a decode step); got {step!r}"
@@ -512,6 +516,50 @@ class StandardizedVLLM(VLLM):
             _keep_in_workers(self.vllm_entrypoint, found)
             self.__dict__["_reader"] = found
         return found
+
+    @contextlib.contextmanager
+    def registered(self, reads: Callable[..., dict], args: tuple):
+        """The same reads for every prompt of many, installed on the engine once.
+
+        A trace ships its block with every invoke; a registration (nnsight's ``edit``)
+        sends it to the workers once, and every request the engine runs then gets its
+        own copy, whose saves come back on that request's output. So one question asked
+        of a thousand prompts with the same arguments (positions counted from the end,
+        say) costs one shipping, not a thousand. The edit runs for every request the
+        engine serves while it is installed: hold it only inside one queued request.
+
+        Args:
+            reads: a module-level ``reads(model, *args) -> dict``, as an invoke's.
+            args: its arguments, the same for every prompt.
+
+        Yields:
+            ``run(prompts) -> list[dict]``: each prompt's (a token id list) reads, in order.
+        """
+        from nnsight.intervention.errors import raise_deferred
+        from vllm import SamplingParams
+
+        reader = self.reader()
+        with self.edit() as (_, edit):
+            found = reads(reader, *args).save()  # noqa: F841 - the saves are keyed by this name
+        params = SamplingParams(max_tokens=1, temperature=0.0)
+
+        def run(prompts: list[list[int]]) -> list[dict]:
+            outputs = self.vllm_entrypoint.generate(
+                [{"prompt_token_ids": list(ids)} for ids in prompts], params, use_tqdm=False
+            )
+            answers = []
+            for output in outputs:
+                raise_deferred(getattr(output, "nnsight_error", None))
+                saves = getattr(output, "saves", None) or {}
+                if "found" not in saves:
+                    raise RuntimeError(REGISTERED_LOST.format(request=output.request_id))
+                answers.append(saves["found"])
+            return answers
+
+        try:
+            yield run
+        finally:
+            edit.clear()
 
     def _reader_keeps(self) -> set[str]:
         from nnsight.intervention.envoy import Envoy

@@ -31,7 +31,7 @@ from .attention import (
     run_patterns,
 )
 from .attribution import Attribution, attribute, attribution_plan, attribution_reads, attribution_result
-from .batches import Results, check_batch, per_prompt, run_each
+from .batches import Results, as_given, check_batch, per_prompt, run_each
 from .common import (
     LENS_K,
     MAX_RESULT_BYTES,
@@ -60,8 +60,8 @@ from .generation import (
 )
 from .heads import HeadRoles, head_roles, induction_probe, roles_plan, roles_reads, roles_result
 from .kept import KEPT_BYTES, KEPT_PROMPTS, keep_bytes, run_kept_lens, stream_key
-from .lens import LensGrid, lens_bytes, lens_plan, lens_reads, lens_result, lens_window, run_lens
-from .prompt import PromptResult, prompt_bytes, prompt_plan, prompt_reads, prompt_result, run_prompt
+from .lens import LensGrid, lens_bytes, lens_plan, lens_reads, lens_result, lens_shared, lens_window, run_lens
+from .prompt import PromptResult, prompt_bytes, prompt_plan, prompt_reads, prompt_result, prompt_shared, run_prompt
 from .sites import SITES, AblationDelta, InterventionError
 from .values import ValueSummary, check_reduce, run_value, value_bytes, vector_plan, vector_reads, vector_result
 
@@ -75,6 +75,7 @@ __all__ = [
     "stats_result",
     "check_reduce",
     "Results",
+    "as_given",
     "check_batch",
     "per_prompt",
     "run_each",
@@ -86,9 +87,11 @@ __all__ = [
     "roles_reads",
     "roles_result",
     "lens_plan",
+    "lens_shared",
     "lens_reads",
     "lens_result",
     "prompt_plan",
+    "prompt_shared",
     "prompt_reads",
     "prompt_result",
     "vector_plan",

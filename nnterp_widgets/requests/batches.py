@@ -1,9 +1,12 @@
 """Questions over many prompts at once: `Results`, and the batched driver behind
 ``session.each(prompts)``.
 
-A batched request is the single request's own reads, one invoke per prompt, many
-invokes a trace: the engine runs a chunk's prompts as one batch, and each prompt's
-result is built from its reads exactly as the single call builds it::
+A batched request is the single request's own reads run for each prompt of a chunk,
+which the engine runs as one batch, and each prompt's result is built from its reads
+exactly as the single call builds it. Prompts whose reads take the same arguments
+(positions counted from the end) share one registration: the reads are installed on the
+engine once and every prompt is a plain request (`StandardizedVLLM.registered`); the
+rest are one invoke each, many invokes a trace::
 
     results = session.each(prompts).prompt(window=1).result()   # Results of PromptResult
     results[3]                     # what session.prompt(prompts[3], window=1) gives
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -50,6 +53,12 @@ MIXED = "a batch's prompts are all texts or all token id lists; got both"
 NOT_A_LIST = (
     "a batch is a list of prompts (texts or token id lists), a pandas column, or a text file's pathlib.Path; got {kind}"
 )
+
+
+#: Prompts whose reads take the same arguments (`run_each`'s ``shared``) that are asked
+#: through one registration instead of an invoke each: a registration ships the reads
+#: once, not once a prompt, but costs its install and clear (two engine calls).
+REGISTER_AT = 8
 
 
 COUNTS = "{what} has {got} entries for {count} prompts: give one for each, or one for all"
@@ -189,6 +198,7 @@ def run_each(
     build: Callable,
     progress: Progress = NO_PROGRESS,
     *,
+    shared: Callable[[list[int], tuple], Hashable | None] | None = None,
     bytes_each: Callable[[Any, list[int]], int] | None = None,
     max_bytes: int | None = None,
     most: int = MOST_PROMPTS,
@@ -207,6 +217,10 @@ def run_each(
         build: ``build(model, ids, found, *build_args) -> result``, on the client.
         progress: hears the prompts done after each chunk; its partial answer is the
             `Results` so far.
+        shared: ``shared(ids, reads_args)``: the reads' arguments as they read for any
+            prompt (positions counted from the end), or None where they depend on this
+            one. `REGISTER_AT` or more prompts with the same are asked through one
+            registration (`StandardizedVLLM.registered`), the rest an invoke each.
         bytes_each: ``bytes_each(model, ids)``, what one prompt's reads return, to keep a
             chunk's answer under ``max_bytes``.
 
@@ -223,34 +237,67 @@ def run_each(
             continue
         ready.append((index, ids, reads_args, build_args))
     progress.start(len(prompts))
-    done = len(prompts) - len(ready)
-    requests = 0
+    count = {"done": len(prompts) - len(ready), "requests": 0}
 
     def partial() -> Results:
-        return Results(kind, tuple(prompts), tuple(items), requests)
+        return Results(kind, tuple(prompts), tuple(items), count["requests"])
 
-    if done:
-        progress.advance(done, partial)
-    pace = Pace(first=min(FIRST_PROMPTS, most), most=most, seconds=BATCH_CHUNK_S)
-    start = 0
-    while start < len(ready):
-        size = pace.next()
-        if bytes_each is not None and max_bytes is not None:
-            size = _fitting(model, ready[start : start + size], bytes_each, max_bytes)
-        part = ready[start : start + size]
-        began = time.perf_counter()
-        found = _batch_trace(model, [(ids, args) for _, ids, args, _ in part], reads)
-        requests += 1
-        pace.took(len(part), time.perf_counter() - began)
-        for (index, ids, _, build_args), reads_found in zip(part, found, strict=True):
-            try:
-                items[index] = build(model, ids, reads_found, *build_args)
-            except (ValueError, TypeError) as error:
-                items[index] = error
-        start += len(part)
-        done += len(part)
-        progress.advance(done, partial)
+    if count["done"]:
+        progress.advance(count["done"], partial)
+
+    def answer(part: list, ask: Callable[[list], list]) -> None:
+        pace = Pace(first=min(FIRST_PROMPTS, most), most=most, seconds=BATCH_CHUNK_S)
+        start = 0
+        while start < len(part):
+            size = pace.next()
+            if bytes_each is not None and max_bytes is not None:
+                size = _fitting(model, part[start : start + size], bytes_each, max_bytes)
+            chunk = part[start : start + size]
+            began = time.perf_counter()
+            found = ask(chunk)
+            count["requests"] += 1
+            pace.took(len(chunk), time.perf_counter() - began)
+            for (index, ids, _, build_args), reads_found in zip(chunk, found, strict=True):
+                try:
+                    items[index] = build(model, ids, reads_found, *build_args)
+                except (ValueError, TypeError) as error:
+                    items[index] = error
+            start += len(chunk)
+            count["done"] += len(chunk)
+            progress.advance(count["done"], partial)
+
+    groups, loose = _sharing(ready, shared)
+    for args, part in groups.items():
+        with model.registered(reads, args) as run:
+            answer(part, lambda chunk, run=run: run([ids for _, ids, _, _ in chunk]))
+    answer(loose, lambda chunk: _batch_trace(model, [(ids, args) for _, ids, args, _ in chunk], reads))
     return partial()
+
+
+def as_given(ids: list[int], reads_args: tuple) -> tuple:
+    """``shared`` for reads whose arguments never depend on the prompt's length."""
+    return reads_args
+
+
+def _sharing(ready: list, shared: Callable | None) -> tuple[dict, list]:
+    """``ready``'s prompts as ``({shared args: prompts}, the rest)``: a group holds
+    `REGISTER_AT` or more prompts whose reads take the same arguments."""
+    groups: dict = {}
+    loose = []
+    for item in ready:
+        key = shared(item[1], item[2]) if shared is not None else None
+        try:
+            hash(key)
+        except TypeError:
+            key = None
+        if key is None:
+            loose.append(item)
+        else:
+            groups.setdefault(key, []).append(item)
+    for key in [key for key, part in groups.items() if len(part) < REGISTER_AT]:
+        loose.extend(groups.pop(key))
+    loose.sort(key=lambda item: item[0])
+    return groups, loose
 
 
 def _fitting(model, part: list, bytes_each: Callable, max_bytes: int) -> int:

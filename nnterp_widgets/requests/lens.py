@@ -143,6 +143,18 @@ def lens_plan(
     return ids, (start, stop, int(k), heads), (start,)
 
 
+def from_end(count: int, start: int, stop: int) -> tuple[int, int | None]:
+    """``start:stop`` of ``count`` positions as a slice counted from the end, which reads
+    the same positions of any prompt that ends the same way (for `run_each`'s ``shared``)."""
+    return start - count, (stop - count) or None
+
+
+def lens_shared(ids: list[int], reads_args: tuple) -> tuple:
+    """`lens_reads`' arguments as they read for any prompt: the window counted from the end."""
+    start, stop, k, heads = reads_args
+    return (*from_end(len(ids), start, stop), k, heads)
+
+
 def lens_reads(model, start: int, stop: int, k: int, heads) -> dict:
     """Inside the prompt's invoke: the ids, each layer's lens top-k over ``start:stop``
     (the heads ablated before their layer's reads) and the model's own top-k."""

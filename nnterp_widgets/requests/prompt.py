@@ -38,7 +38,7 @@ from .common import (
     top_k,
 )
 from .kept import keep as keep_streams
-from .lens import LensGrid, lens_bytes, lens_grid, lens_window
+from .lens import LensGrid, from_end, lens_bytes, lens_grid, lens_window
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,15 @@ def prompt_reads(model, shown, block: int, start: int, stop: int, k: int, heads,
     if heads:
         out["ablated"] = crossing(model.next_token_probs[0].float())
     return out
+
+
+def prompt_shared(ids: list[int], reads_args: tuple) -> tuple | None:
+    """`prompt_reads`' arguments as they read for any prompt of the same pattern block: the
+    lens's window counted from the end; None where it keeps streams (a key a prompt)."""
+    shown, block, start, stop, k, heads, keep = reads_args
+    if keep is not None:
+        return None
+    return (shown, block, *from_end(len(ids), start, stop), k, heads, None)
 
 
 def prompt_result(model, ids, found: dict, prompt, heads, start: int, shown, block: int, clean=None) -> PromptResult:

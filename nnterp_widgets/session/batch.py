@@ -40,11 +40,22 @@ class Batch:
     def __repr__(self) -> str:
         return f"<Batch of {len(self.prompts)} prompts>"
 
-    def _ask(self, kind: str, prepare, reads, build, *, key, progress, bytes_each=None) -> Job[requests.Results]:
+    def _ask(
+        self, kind: str, prepare, reads, build, *, key, progress, shared=None, bytes_each=None
+    ) -> Job[requests.Results]:
         prompts, limit = list(self.prompts), self._session.max_result_bytes
         return self._session.submit(
             lambda engine, job: requests.run_each(
-                engine, prompts, kind, prepare, reads, build, job, bytes_each=bytes_each, max_bytes=limit
+                engine,
+                prompts,
+                kind,
+                prepare,
+                reads,
+                build,
+                job,
+                shared=shared,
+                bytes_each=bytes_each,
+                max_bytes=limit,
             ),
             key=key,
             what=f"{kind} over {len(prompts)} prompts",
@@ -77,6 +88,7 @@ class Batch:
             requests.prompt_result,
             key=key,
             progress=progress,
+            shared=requests.prompt_shared,
             bytes_each=bytes_each,
         )
 
@@ -102,6 +114,7 @@ class Batch:
             requests.lens_result,
             key=key,
             progress=progress,
+            shared=requests.lens_shared,
             bytes_each=bytes_each,
         )
 
@@ -126,7 +139,13 @@ class Batch:
             return requests.attribution_plan(model, prompt, answers[index], foils[index], position)
 
         return self._ask(
-            "attribute", prepare, requests.attribution_reads, requests.attribution_result, key=key, progress=progress
+            "attribute",
+            prepare,
+            requests.attribution_reads,
+            requests.attribution_result,
+            key=key,
+            progress=progress,
+            shared=requests.as_given,
         )
 
     def head_roles(self, *, key: str | None = None, progress: bool = False) -> Job[requests.Results]:
@@ -154,7 +173,15 @@ class Batch:
         def prepare(model, index, prompt):
             return requests.stats_plan(model, prompt, layers)
 
-        return self._ask("patterns", prepare, requests.stats_reads, requests.stats_result, key=key, progress=progress)
+        return self._ask(
+            "patterns",
+            prepare,
+            requests.stats_reads,
+            requests.stats_result,
+            key=key,
+            progress=progress,
+            shared=requests.as_given,
+        )
 
     def value(
         self, value_id: str, reduce: str = "last", *, key: str | None = None, progress: bool = False
@@ -170,7 +197,15 @@ class Batch:
         def prepare(model, index, prompt):
             return requests.vector_plan(model, prompt, value_id, reduce)
 
-        return self._ask("value", prepare, requests.vector_reads, requests.vector_result, key=key, progress=progress)
+        return self._ask(
+            "value",
+            prepare,
+            requests.vector_reads,
+            requests.vector_result,
+            key=key,
+            progress=progress,
+            shared=requests.as_given,
+        )
 
     def generate(
         self, max_tokens: int = requests.GENERATE_TOKENS, *, key: str | None = None, progress: bool = False, **sampling
