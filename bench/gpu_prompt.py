@@ -284,27 +284,16 @@ def dataset_prompts(count: int) -> list[str]:
     ]
 
 
-def registered(prompts: list[str], reads: str):
-    """A probe of nnsight's registration path (``model.edit()``): one block installed on
-    the engine, vLLM's own ``generate`` over every prompt, each request running its own
-    copy; ``"floor"`` saves the model's top-5 only, ``"reads"`` the prompt request's
-    reads at the last position (as ``each(...).prompt(window=1)`` reads them)."""
+def registered_floor(prompts: list[str]):
+    """The registration path's floor (``model.edit()``): one block installed on the engine
+    saving the model's top-5 only, vLLM's own ``generate`` over every prompt."""
 
     def run(engine):
         from vllm import SamplingParams
 
-        from nnterp_widgets.requests.attention import pattern_layers
-        from nnterp_widgets.requests.prompt import prompt_reads
-
-        reader = engine.reader()
-        shown = (pattern_layers(engine) or (None,))[0]
-        # nnsight keys a registered edit's saves by the variable's name: ``got`` is read
-        # back from each output's ``saves``.
         with engine.edit() as (_, edit):
-            if reads == "floor":
-                got = engine.logits[0, -1].topk(5).indices.cpu().numpy().save()  # noqa: F841
-            else:
-                got = prompt_reads(reader, shown, 1, -1, None, 5, (), None).save()  # noqa: F841
+            # nnsight keys a registered edit's saves by the variable's name.
+            got = engine.logits[0, -1].topk(5).indices.cpu().numpy().save()  # noqa: F841
         try:
             outs = engine.vllm_entrypoint.generate(
                 prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False
@@ -332,13 +321,21 @@ def dataset_rows(session, tokenizer, count: int, singles: int) -> dict:
     vllm_s = median_ms(lambda: session.request(vllm_prefill).result(600), 3)[0] / 1e3
     each_s = median_ms(lambda: session.each(prompts).prompt(window=1).result(600), 3)[0] / 1e3
     edits = {}
-    for name, reads in (("edit_floor_s", "floor"), ("edit_reads_s", "reads")):
-        try:
-            edits[name] = round(
-                median_ms(lambda: session.request(registered(prompts, reads)).result(600), 3)[0] / 1e3, 2
-            )
-        except Exception as error:  # noqa: BLE001 - a probe's failure is a result
-            edits[name] = repr(error)[:300]
+    try:
+        edits["edit_floor_s"] = round(
+            median_ms(lambda: session.request(registered_floor(prompts)).result(600), 3)[0] / 1e3, 2
+        )
+    except Exception as error:  # noqa: BLE001 - a probe's failure is a result
+        edits["edit_floor_s"] = repr(error)[:300]
+    from nnterp_widgets.requests import batches
+
+    shared_at, batches.REGISTER_AT = batches.REGISTER_AT, 10**9  # every prompt an invoke, as before registrations
+    try:
+        edits["each_invokes_s"] = round(
+            median_ms(lambda: session.each(prompts).prompt(window=1).result(600), 3)[0] / 1e3, 2
+        )
+    finally:
+        batches.REGISTER_AT = shared_at
     start = time.perf_counter()
     for text in prompts[:singles]:
         session.prompt(text, window=1).result(REQUEST_TIMEOUT_S)
