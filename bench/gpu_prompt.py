@@ -24,6 +24,8 @@ import time
 import traceback
 from pathlib import Path
 
+import numpy as np
+
 TARGET_MS_512 = 100
 #: Seconds one request may take before it counts as failed (a dead engine never answers).
 REQUEST_TIMEOUT_S = 60
@@ -334,8 +336,22 @@ def dataset_rows(session, tokenizer, count: int, singles: int) -> dict:
         edits["each_invokes_s"] = round(
             median_ms(lambda: session.each(prompts).prompt(window=1).result(600), 3)[0] / 1e3, 2
         )
+        invoked = session.each(prompts[:64]).prompt(window=1).result(600)
     finally:
         batches.REGISTER_AT = shared_at
+    shared = session.each(prompts[:64]).prompt(window=1).result(600)
+    pairs = list(zip(shared, invoked, strict=True))
+    edits["registered_vs_invokes"] = {
+        "prompts": len(pairs),
+        "errors": [len(shared.errors), len(invoked.errors)],
+        "same_model_top1": sum(int(a.lens.model_top_ids[0] == b.lens.model_top_ids[0]) for a, b in pairs),
+        "same_lens_top1": round(
+            float(np.mean([np.mean(a.lens.top_ids[..., 0] == b.lens.top_ids[..., 0]) for a, b in pairs])), 4
+        ),
+        "max_prob_diff": round(
+            float(max(np.abs(a.lens.top_probs[..., 0] - b.lens.top_probs[..., 0]).max() for a, b in pairs)), 5
+        ),
+    }
     start = time.perf_counter()
     for text in prompts[:singles]:
         session.prompt(text, window=1).result(REQUEST_TIMEOUT_S)
