@@ -23,23 +23,9 @@
  * and the kernel sends its row.
  */
 
-import { h } from "./module_tree/dom.js";
+import { bytesOf, floatsOf, h } from "./module_tree/dom.js";
 
 const HOW = "hover a token (or move with the arrow keys) to shade what it attends to; click it (or Enter) to select it";
-
-function bytesOf(view) {
-  if (!view) return new Uint8Array(0);
-  if (view instanceof DataView) return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
-  if (view instanceof ArrayBuffer) return new Uint8Array(view);
-  if (ArrayBuffer.isView(view)) return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
-  return new Uint8Array(0);
-}
-
-function floatsOf(view) {
-  const bytes = bytesOf(view);
-  const copy = new Uint8Array(bytes); // aligned for the float view
-  return new Float32Array(copy.buffer, 0, Math.floor(copy.byteLength / 4));
-}
 
 function render({ model, el }) {
   const ac = new AbortController();

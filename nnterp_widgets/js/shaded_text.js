@@ -19,17 +19,7 @@
  *   selected  Int        r/w    the selected token (-1: none); the JS writes it on a click
  */
 
-import { h } from "./module_tree/dom.js";
-
-function floatsOf(view) {
-  if (!view) return new Float32Array(0);
-  let bytes;
-  if (view instanceof ArrayBuffer) bytes = new Uint8Array(view);
-  else if (ArrayBuffer.isView(view)) bytes = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
-  else return new Float32Array(0);
-  const copy = new Uint8Array(bytes); // aligned for the float view
-  return new Float32Array(copy.buffer, 0, Math.floor(copy.byteLength / 4));
-}
+import { floatsOf, h } from "./module_tree/dom.js";
 
 function signed(value) {
   return (value >= 0 ? "+" : "−") + Math.abs(value).toFixed(2);

@@ -33,6 +33,20 @@ export function asInt(x, d) {
   return Number.isInteger(n) ? n : d;
 }
 
+/** A binary trait's bytes (an ArrayBuffer or any view of one; nothing: none). */
+export function bytesOf(view) {
+  if (!view) return new Uint8Array(0);
+  if (view instanceof ArrayBuffer) return new Uint8Array(view);
+  if (ArrayBuffer.isView(view)) return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  return new Uint8Array(0);
+}
+
+/** A binary trait as float32 values, copied so that the float view is aligned. */
+export function floatsOf(view) {
+  const copy = new Uint8Array(bytesOf(view));
+  return new Float32Array(copy.buffer, 0, Math.floor(copy.byteLength / 4));
+}
+
 export function readFloats(buf, n) {
   let view = null;
   if (buf instanceof DataView) view = buf;
