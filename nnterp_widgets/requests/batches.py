@@ -57,7 +57,8 @@ NOT_A_LIST = (
 
 #: Prompts whose reads take the same arguments (`run_each`'s ``shared``) that are asked
 #: through one registration instead of an invoke each: a registration ships the reads
-#: once, not once a prompt, but costs its install and clear (two engine calls).
+#: once, not once a prompt, but costs its install and clear (two engine calls, about
+#: 0.5 ms on the CPU engine in the kernel's process; a few prompts' invokes are as cheap).
 REGISTER_AT = 8
 
 
