@@ -171,33 +171,45 @@ class StopAfter(Progress):
             raise Stopped()
 
 
-def test_progress_counts_prompts_and_a_stop_ends_at_a_chunk(session):
-    from nnterp_widgets.requests import lens_plan, lens_reads, lens_result, run_each
+def _saves_left(engine) -> list:
+    """What a plain request (no trace of its own) brings back: an installed edit's saves."""
+    outputs = engine.vllm_entrypoint.generate(["A cat sat"], use_tqdm=False)
+    return [dict(getattr(output, "saves", None) or {}) for output in outputs]
+
+
+@pytest.mark.parametrize("path", ["invokes", "registration"])
+def test_progress_counts_prompts_and_a_stop_ends_at_a_chunk(session, monkeypatch, path):
+    """Through invokes or a registration, a stop ends the batch at a chunk with its partial
+    answer, and no registered reads are left on the engine."""
+    from nnterp_widgets import StandardizedVLLM
+    from nnterp_widgets.requests import check_prompt, lens_plan, lens_reads, lens_result, lens_shared, run_each
 
     prompts = PROMPTS * 4
     heard = StopAfter(1)
+    shared = lens_shared if path == "registration" else None
+    installed = []
+    original = StandardizedVLLM.registered
+    monkeypatch.setattr(
+        StandardizedVLLM, "registered", lambda model, *args: installed.append(args) or original(model, *args)
+    )
 
     def prepare(model, index, prompt):
-        return lens_plan(model, prompt, 0, 1)
+        ids = check_prompt(model, prompt)
+        return lens_plan(model, ids, len(ids) - 1, len(ids))  # the last position: the same from the end
 
     def run(engine):
         with pytest.raises(Stopped):
-            run_each(engine, prompts, "lens", prepare, lens_reads, lens_result, heard)
-        return heard
+            run_each(engine, prompts, "lens", prepare, lens_reads, lens_result, heard, shared=shared)
+        return _saves_left(engine)
 
-    session.request(run).result(timeout=300)
+    assert session.request(run).result(timeout=300) == [{}]
+    assert len(installed) == (path == "registration")
     assert heard.total == len(prompts)
     ((count, partial),) = heard.seen
     assert count == FIRST_PROMPTS and partial.done == FIRST_PROMPTS  # the first chunk, then the stop
     assert all(item is None for item in partial.items[FIRST_PROMPTS:])
     job = session.each(prompts).lens(progress=False)
     assert len(job.result(timeout=300)) == len(prompts) and job.progress == (len(prompts), len(prompts))
-
-
-def _saves_left(engine) -> list:
-    """What a plain request (no trace of its own) brings back: an installed edit's saves."""
-    outputs = engine.vllm_entrypoint.generate(["A cat sat"], use_tqdm=False)
-    return [dict(getattr(output, "saves", None) or {}) for output in outputs]
 
 
 def test_prompts_that_share_their_reads_go_through_one_registration(session, monkeypatch):
@@ -234,25 +246,6 @@ def test_prompts_that_share_their_reads_go_through_one_registration(session, mon
     assert not installed
     for got, want in zip(results[:-1], again[:-1], strict=True):
         np.testing.assert_array_equal(got.top_ids, want.top_ids)
-
-
-def test_a_stop_inside_a_registration_clears_it(session):
-    from nnterp_widgets.requests import lens_plan, lens_reads, lens_result, lens_shared, run_each
-
-    prompts = PROMPTS * 4
-    heard = StopAfter(1)
-
-    def prepare(model, index, prompt):
-        return lens_plan(model, prompt, 0, 1)
-
-    def run(engine):
-        with pytest.raises(Stopped):
-            run_each(engine, prompts, "lens", prepare, lens_reads, lens_result, heard, shared=lens_shared)
-        return _saves_left(engine)
-
-    assert session.request(run).result(timeout=300) == [{}]
-    ((count, partial),) = heard.seen
-    assert count == FIRST_PROMPTS and partial.done == FIRST_PROMPTS
 
 
 def test_the_dataset_view_lists_the_batch_and_opens_a_row_in_the_explorer(session, tmp_path):

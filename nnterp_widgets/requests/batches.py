@@ -238,15 +238,17 @@ def run_each(
             continue
         ready.append((index, ids, reads_args, build_args))
     progress.start(len(prompts))
-    count = {"done": len(prompts) - len(ready), "requests": 0}
+    done = len(prompts) - len(ready)
+    requests = 0
 
     def partial() -> Results:
-        return Results(kind, tuple(prompts), tuple(items), count["requests"])
+        return Results(kind, tuple(prompts), tuple(items), requests)
 
-    if count["done"]:
-        progress.advance(count["done"], partial)
+    if done:
+        progress.advance(done, partial)
 
     def answer(part: list, ask: Callable[[list], list]) -> None:
+        nonlocal done, requests
         pace = Pace(first=min(FIRST_PROMPTS, most), most=most, seconds=BATCH_CHUNK_S)
         start = 0
         while start < len(part):
@@ -256,7 +258,7 @@ def run_each(
             chunk = part[start : start + size]
             began = time.perf_counter()
             found = ask(chunk)
-            count["requests"] += 1
+            requests += 1
             pace.took(len(chunk), time.perf_counter() - began)
             for (index, ids, _, build_args), reads_found in zip(chunk, found, strict=True):
                 try:
@@ -264,8 +266,8 @@ def run_each(
                 except (ValueError, TypeError) as error:
                     items[index] = error
             start += len(chunk)
-            count["done"] += len(chunk)
-            progress.advance(count["done"], partial)
+            done += len(chunk)
+            progress.advance(done, partial)
 
     groups, loose = _sharing(ready, shared)
     for args, part in groups.items():
