@@ -47,3 +47,15 @@ def report(title: str, rows: list[tuple[str, str]]) -> str:
     text = "\n".join(lines)
     print(text, flush=True)
     return text
+
+
+def vllm_prefill(prompts: list[str]) -> Callable:
+    """vLLM's own prefill of ``prompts`` (``LLM.generate``, one token each): the floor a
+    batch of engine requests is compared with. Returns a ``session.request`` function."""
+
+    def run(engine):
+        from vllm import SamplingParams
+
+        return engine.vllm_entrypoint.generate(prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
+
+    return run

@@ -25,7 +25,7 @@ import gc
 
 import torch
 
-from common import ENGINE_KWARGS, median_seconds, report, rss_bytes
+from common import ENGINE_KWARGS, median_seconds, report, rss_bytes, vllm_prefill
 
 SUBJECTS = ["France", "Italy", "Spain", "Germany", "Japan", "Egypt", "Canada", "Peru", "Kenya", "Norway", "India"]
 TEMPLATES = [
@@ -60,15 +60,6 @@ def batched_forward(prompts: list[str], lens: bool):
                         got.append((top.values.cpu(), top.indices.cpu()))
                     got.append(model.logits[0, -1].topk(5).indices.cpu())
         return got
-
-    return run
-
-
-def vllm_prefill(prompts: list[str]):
-    def run(model):
-        from vllm import SamplingParams
-
-        return model.vllm_entrypoint.generate(prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
 
     return run
 

@@ -315,14 +315,11 @@ def dataset_rows(session, tokenizer, count: int, singles: int) -> dict:
     prompts = dataset_prompts(count)
     lengths = [len(tokenizer(p)["input_ids"]) for p in prompts]
 
-    def vllm_prefill(engine):
-        from vllm import SamplingParams
-
-        return engine.vllm_entrypoint.generate(prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
+    from common import vllm_prefill
 
     from nnterp_widgets.requests import batches
 
-    vllm_s = median_ms(lambda: session.request(vllm_prefill).result(600), 3)[0] / 1e3
+    vllm_s = median_ms(lambda: session.request(vllm_prefill(prompts)).result(600), 3)[0] / 1e3
     print(f"[bench] dataset: vLLM's own prefill {vllm_s:.2f} s", flush=True)
     found = {}
     shared_at, batches.REGISTER_AT = batches.REGISTER_AT, 10**9  # every prompt an invoke, as before registrations
