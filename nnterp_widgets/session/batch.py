@@ -6,20 +6,18 @@
     parts = batch.attribute([" Paris", " Rome"]).result().to_pandas()
 
 Each question is one `Job` over the whole list: many prompts an engine request (the
-single request's reads, one invoke a prompt), progress counted in prompts, a partial
+single request's reads; prompts whose reads take the same arguments share one
+registration, the others an invoke each), progress counted in prompts, a partial
 `Results` as chunks land, a cancel honoured at the next chunk. A prompt the engine
 cannot take (too long, say) gets its error in its slot; the others are answered.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import interventions, requests
 from .job import Job
-
-if TYPE_CHECKING:
-    pass
 
 
 class Batch:
