@@ -203,8 +203,7 @@ def dataset_profile(session, count: int) -> list[str]:
         def prepare(model, index, prompt):
             return requests.prompt_plan(model, prompt, window=1)
 
-        reads, build = requests.prompt_reads, requests.prompt_result
-        return requests.run_each(engine, prompts, "prompt", prepare, reads, build, most=count)
+        return requests.run_each(engine, prompts, requests.PROMPT_QUESTION, prepare, most=count)
 
     def prefill(engine):
         from vllm import SamplingParams

@@ -5,6 +5,8 @@ others run; progress counts prompts and a cancel stops at the next chunk."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import devices
 import numpy as np
 import plotly.io as pio
@@ -182,11 +184,11 @@ def test_progress_counts_prompts_and_a_stop_ends_at_a_chunk(session, monkeypatch
     """Through invokes or a registration, a stop ends the batch at a chunk with its partial
     answer, and no registered reads are left on the engine."""
     from nnterp_widgets import StandardizedVLLM
-    from nnterp_widgets.requests import check_prompt, lens_plan, lens_reads, lens_result, lens_shared, run_each
+    from nnterp_widgets.requests import LENS_QUESTION, check_prompt, lens_plan, run_each
 
     prompts = PROMPTS * 4
     heard = StopAfter(1)
-    shared = lens_shared if path == "registration" else None
+    question = LENS_QUESTION if path == "registration" else dataclasses.replace(LENS_QUESTION, shared=None)
     installed = []
     original = StandardizedVLLM.registered
     monkeypatch.setattr(
@@ -199,7 +201,7 @@ def test_progress_counts_prompts_and_a_stop_ends_at_a_chunk(session, monkeypatch
 
     def run(engine):
         with pytest.raises(Stopped):
-            run_each(engine, prompts, "lens", prepare, lens_reads, lens_result, heard, shared=shared)
+            run_each(engine, prompts, question, prepare, heard)
         return _saves_left(engine)
 
     assert session.request(run).result(timeout=300) == [{}]

@@ -11,7 +11,9 @@ on the CPU, and keep token text as data.
 
 A question that batches (`batches`: ``session.each(prompts)``) is split in three, so that
 one prompt and many run the same code: ``*_plan`` (the checks, before any trace),
-``*_reads`` (inside the prompt's invoke) and ``*_result`` (the result, after).
+``*_reads`` (inside the prompt's invoke) and ``*_result`` (the result, after); its
+`Question` (``LENS_QUESTION``, ...) pairs the reads with the result and says which
+prompts can share one registration.
 """
 
 from .attention import (
@@ -19,6 +21,7 @@ from .attention import (
     AttentionPattern,
     Patterns,
     PatternStats,
+    STATS_QUESTION,
     stats_plan,
     stats_reads,
     stats_result,
@@ -30,8 +33,15 @@ from .attention import (
     run_attention_row,
     run_patterns,
 )
-from .attribution import Attribution, attribute, attribution_plan, attribution_reads, attribution_result
-from .batches import Results, as_given, check_batch, per_prompt, run_each
+from .attribution import (
+    ATTRIBUTION_QUESTION,
+    Attribution,
+    attribute,
+    attribution_plan,
+    attribution_reads,
+    attribution_result,
+)
+from .batches import Results, check_batch, per_prompt, run_each
 from .common import (
     LENS_K,
     MAX_RESULT_BYTES,
@@ -58,14 +68,50 @@ from .generation import (
     generate,
     generate_each,
 )
-from .heads import HeadRoles, head_roles, induction_probe, roles_plan, roles_reads, roles_result
+from .heads import ROLES_QUESTION, HeadRoles, head_roles, induction_probe, roles_plan, roles_reads, roles_result
 from .kept import KEPT_BYTES, KEPT_PROMPTS, keep_bytes, run_kept_lens, stream_key
-from .lens import LensGrid, lens_bytes, lens_plan, lens_reads, lens_result, lens_shared, lens_window, run_lens
-from .prompt import PromptResult, prompt_bytes, prompt_plan, prompt_reads, prompt_result, prompt_shared, run_prompt
+from .lens import (
+    LENS_QUESTION,
+    LensGrid,
+    lens_bytes,
+    lens_plan,
+    lens_reads,
+    lens_result,
+    lens_shared,
+    lens_window,
+    run_lens,
+)
+from .prompt import (
+    PROMPT_QUESTION,
+    PromptResult,
+    prompt_bytes,
+    prompt_plan,
+    prompt_reads,
+    prompt_result,
+    prompt_shared,
+    run_prompt,
+)
+from .question import Question, as_given
 from .sites import SITES, AblationDelta, InterventionError
-from .values import ValueSummary, check_reduce, run_value, value_bytes, vector_plan, vector_reads, vector_result
+from .values import (
+    VECTOR_QUESTION,
+    ValueSummary,
+    check_reduce,
+    run_value,
+    value_bytes,
+    vector_plan,
+    vector_reads,
+    vector_result,
+)
 
 __all__ = [
+    "Question",
+    "ATTRIBUTION_QUESTION",
+    "LENS_QUESTION",
+    "PROMPT_QUESTION",
+    "ROLES_QUESTION",
+    "STATS_QUESTION",
+    "VECTOR_QUESTION",
     "LENS_K",
     "lens_bytes",
     "prompt_bytes",

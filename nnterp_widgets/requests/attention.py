@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ..engine import probability_rows
+from .question import Question, as_given
 from .common import (
     MAX_RESULT_BYTES,
     RequestRefused,
@@ -552,6 +553,10 @@ def stats_result(model, ids, out: dict, prompt, layers) -> PatternStats:
     entropy = np.stack([to_numpy(out[i][0], np.float32) for i in layers]) if layers else np.zeros((0, 0), np.float32)
     distance = np.stack([to_numpy(out[i][1], np.float32) for i in layers]) if layers else np.zeros((0, 0), np.float32)
     return PatternStats(prompt_key(prompt), tokens_of(model, out["input_ids"]), tuple(layers), entropy, distance)
+
+
+#: ``session.each(prompts)``'s question (`run_each`).
+STATS_QUESTION = Question("patterns", stats_reads, stats_result, as_given)
 
 
 def check_layers(model, layers: Any) -> tuple[int, ...]:

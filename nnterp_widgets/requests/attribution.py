@@ -30,6 +30,7 @@ import torch
 
 from ..engine import module_of
 from .sites import InterventionError
+from .question import Question, as_given
 from .common import Tokens
 from .common import check_prompt, one_token, tokens_of
 from .tables import table
@@ -328,6 +329,10 @@ def attribution_result(model, ids, out: dict, prompt, answer, foil, reason, posi
         capped_metric=capped,
         position=len(ids) + position,
     )
+
+
+#: ``session.each(prompts)``'s question (`run_each`).
+ATTRIBUTION_QUESTION = Question("attribute", attribution_reads, attribution_result, as_given)
 
 
 def attribute(model, prompt: str, answer, foil=None, position: int = -1) -> Attribution:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -32,6 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .common import RequestRefused, prompt_ids
+from .question import Question
 from .progress import NO_PROGRESS, Pace, Progress
 from .tables import stacked, table
 
@@ -55,7 +56,7 @@ NOT_A_LIST = (
 )
 
 
-#: Prompts whose reads take the same arguments (`run_each`'s ``shared``) that are asked
+#: Prompts whose reads take the same arguments (a `Question`'s ``shared``) that are asked
 #: through one registration instead of an invoke each: a registration ships the reads
 #: once, not once a prompt, but costs its install and clear (two engine calls, about
 #: 0.5 ms on the CPU engine in the kernel's process; a few prompts' invokes are as cheap).
@@ -193,13 +194,10 @@ def averages(*kinds: str) -> Callable:
 def run_each(
     model,
     prompts: list,
-    kind: str,
+    question: Question,
     prepare: Callable,
-    reads: Callable,
-    build: Callable,
     progress: Progress = NO_PROGRESS,
     *,
-    shared: Callable[[list[int], tuple], Hashable | None] | None = None,
     bytes_each: Callable[[Any, list[int]], int] | None = None,
     max_bytes: int | None = None,
     most: int = MOST_PROMPTS,
@@ -209,25 +207,19 @@ def run_each(
     Args:
         model: the `StandardizedVLLM`.
         prompts: the batch (`check_batch`).
-        kind: the question's name (`Results.kind`).
+        question: what is asked (`Question`: its reads, its result, who shares them).
         prepare: ``prepare(model, index, prompt) -> (ids, reads_args, build_args)``: the
             single call's checks; what it raises (a `ValueError` or `TypeError`) is that
             prompt's answer, and the others go on.
-        reads: a module-level function, ``reads(model, *reads_args) -> dict``, run inside
-            the prompt's invoke (nnsight ships it by reference).
-        build: ``build(model, ids, found, *build_args) -> result``, on the client.
         progress: hears the prompts done after each chunk; its partial answer is the
             `Results` so far.
-        shared: ``shared(ids, reads_args)``: the reads' arguments as they read for any
-            prompt (positions counted from the end), or None where they depend on this
-            one. `REGISTER_AT` or more prompts with the same are asked through one
-            registration (`StandardizedVLLM.registered`), the rest an invoke each.
         bytes_each: ``bytes_each(model, ids)``, what one prompt's reads return, to keep a
             chunk's answer under ``max_bytes``.
 
     Returns:
         `Results`, in the prompts' order.
     """
+    kind, reads, build = question.kind, question.reads, question.build
     items: list = [None] * len(prompts)
     ready = []
     for index, prompt in enumerate(prompts):
@@ -269,17 +261,12 @@ def run_each(
             done += len(chunk)
             progress.advance(done, partial)
 
-    groups, loose = _sharing(ready, shared)
+    groups, loose = _sharing(ready, question.shared)
     for args, part in groups.items():
         with model.registered(reads, args) as run:
             answer(part, lambda chunk, run=run: run([ids for _, ids, _, _ in chunk]))
     answer(loose, lambda chunk: _batch_trace(model, [(ids, args) for _, ids, args, _ in chunk], reads))
     return partial()
-
-
-def as_given(ids: list[int], reads_args: tuple) -> tuple:
-    """``shared`` for reads whose arguments never depend on the prompt's length."""
-    return reads_args
 
 
 def _sharing(ready: list, shared: Callable | None) -> tuple[dict, list]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from .question import Question
 from .common import RequestRefused, Tokens, check_prompt, crossing, prompt_key, tokens_of
 from .attention import pattern_layers
 from .tables import cells, stacked
@@ -153,6 +154,10 @@ def roles_result(model, ids, out: dict, prompt) -> HeadRoles:
     for array in scores.values():
         array.setflags(write=False)
     return HeadRoles(prompt_key(prompt), tokens_of(model, out["input_ids"]), scores)
+
+
+#: ``session.each(prompts)``'s question (`run_each`).
+ROLES_QUESTION = Question("head_roles", roles_reads, roles_result)
 
 
 def head_roles(model, prompt: str) -> HeadRoles:

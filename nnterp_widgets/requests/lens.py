@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .question import Question
 from .common import (
     LENS_K,
     MAX_RESULT_BYTES,
@@ -171,6 +172,10 @@ def lens_reads(model, start: int, stop: int, k: int, heads) -> dict:
 def lens_result(model, ids, out: dict, start: int) -> LensGrid:
     """The `LensGrid` from `lens_reads`' answer."""
     return lens_grid(model, tokens_of(model, out["input_ids"]), out["lens"], out["model_top"], start)
+
+
+#: ``session.each(prompts)``'s question (`run_each`).
+LENS_QUESTION = Question("lens", lens_reads, lens_result, lens_shared)
 
 
 def run_lens(

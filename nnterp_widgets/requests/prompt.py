@@ -24,6 +24,7 @@ from .attention import (
     pattern_layers,
     pattern_payload,
 )
+from .question import Question
 from .common import (
     LENS_K,
     MAX_RESULT_BYTES,
@@ -175,6 +176,10 @@ def prompt_result(model, ids, found: dict, prompt, heads, start: int, shown, blo
     return PromptResult(
         prompt, tokens, lens, attention, layers, shapes, heads, int(nbytes + count * 8), ablation, found.get("kept")
     )
+
+
+#: ``session.each(prompts)``'s question (`run_each`).
+PROMPT_QUESTION = Question("prompt", prompt_reads, prompt_result, prompt_shared)
 
 
 def run_prompt(model, prompt: Any, **options: Any) -> PromptResult:

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from .question import Question, as_given
 from .common import (
     BEFORE_HEAD_OUTPUTS,
     MAX_RESULT_BYTES,
@@ -207,3 +208,7 @@ def vector_result(model, ids, out: dict) -> np.ndarray:
     vector = to_numpy(out["vector"], np.float32)
     vector.setflags(write=False)
     return vector
+
+
+#: ``session.each(prompts)``'s question (`run_each`).
+VECTOR_QUESTION = Question("value", vector_reads, vector_result, as_given)

@@ -38,25 +38,14 @@ class Batch:
     def __repr__(self) -> str:
         return f"<Batch of {len(self.prompts)} prompts>"
 
-    def _ask(
-        self, kind: str, prepare, reads, build, *, key, progress, shared=None, bytes_each=None
-    ) -> Job[requests.Results]:
+    def _ask(self, question: requests.Question, prepare, *, key, progress, bytes_each=None) -> Job[requests.Results]:
         prompts, limit = list(self.prompts), self._session.max_result_bytes
         return self._session.submit(
             lambda engine, job: requests.run_each(
-                engine,
-                prompts,
-                kind,
-                prepare,
-                reads,
-                build,
-                job,
-                shared=shared,
-                bytes_each=bytes_each,
-                max_bytes=limit,
+                engine, prompts, question, prepare, job, bytes_each=bytes_each, max_bytes=limit
             ),
             key=key,
-            what=f"{kind} over {len(prompts)} prompts",
+            what=f"{question.kind} over {len(prompts)} prompts",
             progress=progress,
         )
 
@@ -79,16 +68,7 @@ class Batch:
             start, stop = requests.lens_window(len(ids), window)
             return requests.prompt_bytes(model, len(ids), stop - start, requests.LENS_K, True)
 
-        return self._ask(
-            "prompt",
-            prepare,
-            requests.prompt_reads,
-            requests.prompt_result,
-            key=key,
-            progress=progress,
-            shared=requests.prompt_shared,
-            bytes_each=bytes_each,
-        )
+        return self._ask(requests.PROMPT_QUESTION, prepare, key=key, progress=progress, bytes_each=bytes_each)
 
     def lens(self, width: int = 1, *, key: str | None = None, progress: bool = False) -> Job[requests.Results]:
         """`Session.lens` over the last ``width`` positions of every prompt.
@@ -105,16 +85,7 @@ class Batch:
         def bytes_each(model, ids):
             return requests.lens_bytes(model.num_layers, min(int(width), len(ids)), requests.LENS_K)
 
-        return self._ask(
-            "lens",
-            prepare,
-            requests.lens_reads,
-            requests.lens_result,
-            key=key,
-            progress=progress,
-            shared=requests.lens_shared,
-            bytes_each=bytes_each,
-        )
+        return self._ask(requests.LENS_QUESTION, prepare, key=key, progress=progress, bytes_each=bytes_each)
 
     def attribute(
         self, answers, foils=None, *, position: int = -1, key: str | None = None, progress: bool = False
@@ -136,15 +107,7 @@ class Batch:
         def prepare(model, index, prompt):
             return requests.attribution_plan(model, prompt, answers[index], foils[index], position)
 
-        return self._ask(
-            "attribute",
-            prepare,
-            requests.attribution_reads,
-            requests.attribution_result,
-            key=key,
-            progress=progress,
-            shared=requests.as_given,
-        )
+        return self._ask(requests.ATTRIBUTION_QUESTION, prepare, key=key, progress=progress)
 
     def head_roles(self, *, key: str | None = None, progress: bool = False) -> Job[requests.Results]:
         """`Session.head_roles` of every prompt.
@@ -157,7 +120,7 @@ class Batch:
         def prepare(model, index, prompt):
             return requests.roles_plan(model, prompt)
 
-        return self._ask("head_roles", prepare, requests.roles_reads, requests.roles_result, key=key, progress=progress)
+        return self._ask(requests.ROLES_QUESTION, prepare, key=key, progress=progress)
 
     def patterns(self, layers: Any = None, *, key: str | None = None, progress: bool = False) -> Job[requests.Results]:
         """Each head's attention summarised over every prompt (not every pattern): the
@@ -171,15 +134,7 @@ class Batch:
         def prepare(model, index, prompt):
             return requests.stats_plan(model, prompt, layers)
 
-        return self._ask(
-            "patterns",
-            prepare,
-            requests.stats_reads,
-            requests.stats_result,
-            key=key,
-            progress=progress,
-            shared=requests.as_given,
-        )
+        return self._ask(requests.STATS_QUESTION, prepare, key=key, progress=progress)
 
     def value(
         self, value_id: str, reduce: str = "last", *, key: str | None = None, progress: bool = False
@@ -195,15 +150,7 @@ class Batch:
         def prepare(model, index, prompt):
             return requests.vector_plan(model, prompt, value_id, reduce)
 
-        return self._ask(
-            "value",
-            prepare,
-            requests.vector_reads,
-            requests.vector_result,
-            key=key,
-            progress=progress,
-            shared=requests.as_given,
-        )
+        return self._ask(requests.VECTOR_QUESTION, prepare, key=key, progress=progress)
 
     def generate(
         self, max_tokens: int = requests.GENERATE_TOKENS, *, key: str | None = None, progress: bool = False, **sampling
