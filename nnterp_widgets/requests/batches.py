@@ -31,8 +31,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .common import RequestRefused, prompt_ids
+from .attention import STATS_QUESTION, PatternStats
+from .attribution import ATTRIBUTION_QUESTION
+from .common import RequestRefused, Tokens, prompt_ids
+from .heads import ROLES_QUESTION, HeadRoles
+from .lens import LENS_QUESTION
+from .prompt import PROMPT_QUESTION
 from .question import Question
+from .values import VECTOR_QUESTION
 from .progress import NO_PROGRESS, Pace, Progress
 from .tables import stacked, table
 
@@ -175,17 +181,17 @@ def _frame(item):
     return cells({"feature": range(vector.size)}, {"value": vector})
 
 
-#: ``kind -> mean of a batch's answers``, for `Results.mean`; each is registered where it is
+#: ``Question.kind -> mean of a batch's answers``, for `Results.mean`; each is registered where it is
 #: defined (`averages`).
 MEANS: dict[str, Callable[[list], Any]] = {}
 
 
-def averages(*kinds: str) -> Callable:
-    """Registers the decorated function as `Results.mean` for batches of ``kinds``."""
+def averages(*questions: Question) -> Callable:
+    """Registers the decorated function as `Results.mean` for batches of ``questions``."""
 
     def register(mean: Callable[[list], Any]) -> Callable[[list], Any]:
-        for kind in kinds:
-            MEANS[kind] = mean
+        for question in questions:
+            MEANS[question.kind] = mean
         return mean
 
     return register
@@ -316,7 +322,7 @@ def _batch_trace(model, plans: list, reads: Callable) -> list:
     return found
 
 
-@averages("prompt", "lens")
+@averages(PROMPT_QUESTION, LENS_QUESTION)
 def _lens_mean(results: list):
     """Per layer, over the prompts, at each prompt's last lens position: the lens's
     top-1 probability and how often its top-1 is the model's own prediction."""
@@ -333,20 +339,17 @@ def _lens_mean(results: list):
     )
 
 
-@averages("attribute")
+@averages(ATTRIBUTION_QUESTION)
 def _attribution_mean(results: list):
     """Each part's mean direct effect over the prompts (`Attribution.to_pandas`'s rows)."""
     frame = stacked({i: result.to_pandas() for i, result in enumerate(results)}, "prompt")
     return frame.groupby(["part", "layer", "head"], sort=False)["effect"].mean().reset_index()
 
 
-@averages("head_roles")
+@averages(ROLES_QUESTION)
 def _roles_mean(results: list):
     """A `HeadRoles` of each role's mean score over the prompts (NaN-aware)."""
     import warnings
-
-    from .common import Tokens
-    from .heads import HeadRoles
 
     scores = {}
     for role in results[0].scores:
@@ -357,12 +360,9 @@ def _roles_mean(results: list):
     return HeadRoles(f"the mean of {len(results)} prompts", Tokens((), ()), scores)
 
 
-@averages("patterns")
+@averages(STATS_QUESTION)
 def _stats_mean(results: list):
     """A `PatternStats` of each head's mean entropy and distance over the prompts."""
-    from .attention import PatternStats
-    from .common import Tokens
-
     first = results[0]
     return PatternStats(
         f"the mean of {len(results)} prompts",
@@ -373,6 +373,6 @@ def _stats_mean(results: list):
     )
 
 
-@averages("value")
+@averages(VECTOR_QUESTION)
 def _vector_mean(results: list) -> np.ndarray:
     return np.stack(results).mean(0)
