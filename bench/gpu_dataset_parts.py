@@ -73,7 +73,7 @@ def timed_registration(session, prompt_ids: list, reads, args: tuple, repeat: in
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
-    parser.add_argument("--checkpoint", default="llama3.1_8b", help="llama3.1_8b, qwen2_0.5b or trained")
+    parser.add_argument("--checkpoint", default="llama3.1_8b", help="llama3.1_8b, qwen2_0.5b, trained or tiny")
     parser.add_argument("--prompts", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--dtype", default="auto")
@@ -85,8 +85,14 @@ def main(argv: list[str] | None = None) -> None:
     from nnterp_widgets.requests import LENS_K, lens_reads, prompt_plan, prompt_reads, prompt_shared
     from nnterp_widgets.session import Session
 
+    if args.checkpoint == "tiny":
+        from nnterp_widgets.checkpoints import checkpoint
+
+        path = str(checkpoint())
+    else:
+        path = bench_checkpoint(args.checkpoint)
     session = Session.open(
-        bench_checkpoint(args.checkpoint),
+        path,
         progress=False,
         dtype=args.dtype,
         max_model_len=256,
