@@ -10,11 +10,11 @@ more and more of what the prompt question reads, each through ``engine.registere
 
 - ``top5``: the model's top-5 at the last position (one read, one copy to the host);
 - ``streams``: every layer's last-position stream, stacked, one copy to the host (a read a layer);
-- ``lens_one_copy``: the lens at the last position of every layer (the reads of ``streams``
-  and one vocabulary projection), its top-k ids and probabilities in one copy to the host;
 - ``lens``: the lens question's own reads (`lens_reads`, one copy a returned array);
 - ``prompt``: the prompt question's own reads (`prompt_reads`: the lens and the first
-  layer's pooled pattern), as ``session.each(prompts).prompt(window=1)`` asks them.
+  layer's pooled pattern), as ``session.each(prompts).prompt(window=1)`` asks them;
+- ``lens_one_copy``: the lens at the last position of every layer (the reads of ``streams``
+  and one vocabulary projection), its top-k ids and probabilities in one copy to the host.
 
 The differences say what a read a layer, a vocabulary projection, a copy to the host and the
 pattern cost a prompt. Prints each as it lands and writes ``OUT/dataset_parts.json``.
@@ -73,10 +73,13 @@ def timed_registration(session, prompt_ids: list, reads, args: tuple, repeat: in
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
-    parser.add_argument("--checkpoint", default="llama3.1_8b", help="llama3.1_8b, qwen2_0.5b, trained or tiny")
+    parser.add_argument(
+        "--checkpoint", default="llama3.1_8b", help="llama3.1_8b, qwen2_0.5b, llama_thin_32, trained or tiny"
+    )
     parser.add_argument("--prompts", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--only", default="", help="these parts alone (e.g. streams,prompt)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -115,21 +118,25 @@ def main(argv: list[str] | None = None) -> None:
         record(
             "vllm_prefill", median_ms(lambda: session.request(vllm_prefill(prompts)).result(600), args.repeat)[0] / 1e3
         )
-        for name, reads, reads_args in (
+        parts = (
             ("top5", top5_reads, ()),
             ("streams", streams_reads, ()),
-            ("lens_one_copy", lens_one_copy_reads, (LENS_K,)),
             ("lens", lens_reads, (-1, None, LENS_K, ())),
             ("prompt", prompt_reads, prompt_args),
-        ):
+            ("lens_one_copy", lens_one_copy_reads, (LENS_K,)),
+        )
+        for name, reads, reads_args in parts:
+            if args.only and name not in args.only.split(","):
+                continue
             try:
                 record(name, timed_registration(session, prompt_ids, reads, reads_args, args.repeat))
             except Exception as error:  # noqa: BLE001 - one part's failure is a result
                 found[name + "_error"] = repr(error)[:400]
                 print(f"[parts] {name} failed: {error!r}", flush=True)
-        started = time.perf_counter()
-        session.each(prompts).prompt(window=1).result(900)
-        record("each_prompt", time.perf_counter() - started)
+        if not args.only or "each_prompt" in args.only.split(","):
+            started = time.perf_counter()
+            session.each(prompts).prompt(window=1).result(900)
+            record("each_prompt", time.perf_counter() - started)
     finally:
         session.close()
     print(json.dumps(found, indent=1), flush=True)

@@ -55,4 +55,22 @@ BENCH_SPECS: dict[str, TinySpec] = {
         ),
         init_std=0.02,
     ),
+    # The 8B shape's 32 layers, every width tiny: what a request's reads cost per layer
+    # and per prompt (hooks, copies to the host) without the forward's compute hiding it,
+    # on a CPU (bench/gpu_dataset_parts.py).
+    "llama_thin_32": TinySpec(
+        "llama",
+        dict(
+            hidden_size=128,
+            intermediate_size=128,
+            num_hidden_layers=32,
+            num_attention_heads=8,
+            num_key_value_heads=2,
+            head_dim=32,
+            vocab_size=2048,
+            tie_word_embeddings=False,
+            max_position_embeddings=2048,
+        ),
+        init_std=0.02,
+    ),
 }

@@ -18,7 +18,7 @@ import torch
 from nnsight.intervention.envoy import Envoy
 
 from .. import module_of
-from .values import StandardValue, batched, unbatched
+from .values import StandardValue, batched, summed, unbatched
 
 #: The standard names a decoder block serves, in ``support()`` order.
 LAYER_VALUES = ("layer_input", "layer_output")
@@ -59,7 +59,7 @@ def _unbind(bound: inspect.BoundArguments) -> Any:
 def _stream_in(layer: Envoy, raw: Any) -> torch.Tensor:
     arguments = _bind(module_of(layer), raw).arguments
     hidden, residual = arguments["hidden_states"], arguments.get("residual")
-    return batched(hidden if residual is None else hidden + residual)
+    return summed(hidden, residual)
 
 
 def _stream_in_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
@@ -73,7 +73,7 @@ def _stream_in_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:
 
 def _pair_out(layer: Envoy, raw: Any) -> torch.Tensor:
     hidden, residual = raw[0], raw[1]
-    return batched(hidden if residual is None else hidden + residual)
+    return summed(hidden, residual)
 
 
 def _pair_out_back(layer: Envoy, raw: Any, value: torch.Tensor) -> Any:

@@ -214,16 +214,25 @@ def unavailable(name: str, reason: str) -> property:
 # Small layout helpers shared by the components.
 
 
-def batched(tensor: torch.Tensor, features: int = 1) -> torch.Tensor:
+def batched(tensor: torch.Tensor, features: int = 1, *, fresh: bool = False) -> torch.Tensor:
     """A location's tokens as a private ``[1, tokens, *features]`` copy.
 
     ``features`` is how many trailing axes are per token (1 for a stream, 0 for ids).
     The tensor is either vLLM's flat ``[tokens, *features]`` slab (a model vLLM
     implements itself) or the ``[1, tokens, *features]`` batch of one that vLLM's
-    Transformers backend runs its modules on; both read the same way.
+    Transformers backend runs its modules on; both read the same way. ``fresh``: the
+    tensor was made for this read (a sum of the location's parts) and is private
+    already, so it is not copied again (a kernel and an allocation a read: a batch
+    reads every layer of every prompt).
     """
     tail = tensor.shape[tensor.dim() - features :] if features else ()
-    return tensor.clone().reshape(1, -1, *tail)
+    return (tensor if fresh else tensor.clone()).reshape(1, -1, *tail)
+
+
+def summed(part: torch.Tensor, other: torch.Tensor | None, features: int = 1) -> torch.Tensor:
+    """`batched` of ``part + other``, or of ``part`` alone where ``other`` is None (a
+    residual or a bias that a location keeps apart)."""
+    return batched(part, features) if other is None else batched(part + other, features, fresh=True)
 
 
 def matching(value: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

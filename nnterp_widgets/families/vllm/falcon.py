@@ -15,14 +15,14 @@ from .tiny import TinySpec
 from ...components.vllm.attention import Attention
 from ...components.vllm.layer import contribution_site, share_of_sum, whole_sum
 from ...components.vllm.mlp import PlainMLP
-from ...components.vllm.values import StandardValue, batched, unbatched
+from ...components.vllm.values import StandardValue, summed, unbatched
 from .base import AVX2, H200, Family
 from .bloom import BLOOM_LAYOUT, BLOOM_NAMES
 
 
 def _with_bias(envoy, raw):
     output, bias = whole_sum(envoy, raw[0]), raw[1]
-    return batched(output if bias is None else output + bias)
+    return summed(output, bias)
 
 
 def _without_bias(envoy, raw, value):
