@@ -405,20 +405,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sides", default="", help="also the prompt request with the pattern pooled to these sides (e.g. 256,16)"
     )
+    parser.add_argument(
+        "--processes", action="store_true", help="the engine in its own processes on the CPU too (as on a GPU)"
+    )
+    parser.add_argument(
+        "--no-parcels", action="store_true", help="large results cross pickled, not through shared memory"
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     import torch
 
+    from nnterp_widgets.engine import parcels
     from nnterp_widgets.session import Session
 
+    if args.no_parcels:  # the baseline of engine.parcels: before the engine's processes start
+        parcels.allow_parcels = lambda: None
+        os.environ.pop(parcels.PARCELS_FOR, None)
     lengths = [int(n) for n in args.tokens.split(",") if n]
     started = time.monotonic()
     path = bench_checkpoint(args.checkpoint)
     built_s = time.monotonic() - started
     session = Session.open(
-        path, progress=False, dtype=args.dtype, max_model_len=max(lengths) + 64, gpu_memory_utilization=0.5
+        path,
+        progress=False,
+        dtype=args.dtype,
+        max_model_len=max(lengths) + 64,
+        gpu_memory_utilization=0.5,
+        **({"in_process": False} if args.processes else {}),
     ).wait()
     meta = {
         "device": getattr(session, "device", None) or ("cuda" if torch.cuda.is_available() else "cpu"),
@@ -428,6 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         "checkpoint_s": round(built_s, 1),
         "engine_start_s": round(session.start_seconds or 0, 1),
         "repeat": args.repeat,
+        "parcels": not args.no_parcels,
     }
     rows = []
     try:

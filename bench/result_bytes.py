@@ -6,8 +6,8 @@ One session on `checkpoints.trained()` with the engine in its own processes
 (``in_process=False``, as on a GPU). Each request is the raw forward (one trace saving
 the logits) that also returns N MB made on the worker, as a torch tensor, a numpy array or
 bytes, and the same forward returning `SMALL` small results (a batch's); the floor is the
-same forward returning nothing (N = 0), in the same run. Medians
-of 5 after a warm-up. On the GPU (docs/gpu.md, run 11) the prompt request's 9 MB of
+same forward returning nothing (N = 0), in the same run. A ``parcel`` is a numpy array
+sent through shared memory (`engine.parcels`). Medians of 5 after a warm-up. On the GPU (docs/gpu.md, run 11) the prompt request's 9 MB of
 pattern cost about 5 ms a megabyte; this says whether the object's kind matters or the
 crossing itself.
 """
@@ -19,7 +19,9 @@ import sys
 import torch
 from common import median_seconds, report
 
-KINDS = ("tensor", "numpy", "bytes")
+from nnterp_widgets.engine import parcel
+
+KINDS = ("tensor", "numpy", "bytes", "parcel")
 #: Small results in one request: a 64-prompt batch's five each (ids, the lens's two, the
 #: model's top two), each [30, 1, 5] floats here.
 SMALL = 320
@@ -31,6 +33,8 @@ def request(megabytes: int, kind: str):
             made = torch.zeros(max(1, megabytes * 2**20), dtype=torch.uint8)
             if kind == "numpy":
                 out = made.numpy().save()
+            elif kind == "parcel":
+                out = parcel(made.numpy()).save()
             elif kind == "bytes":
                 out = made.numpy().tobytes().save()
             else:

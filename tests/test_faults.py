@@ -6,9 +6,12 @@ import os
 import signal
 import time
 
+import numpy as np
 import pytest
+import torch
 
 from nnterp_widgets import Explorer
+from nnterp_widgets.engine import parcel, parcels
 from nnterp_widgets.session import State
 from nnterp_widgets.session.status import READY
 from nnterp_widgets.session.worker import MAX_PENDING
@@ -93,3 +96,29 @@ def test_killed_engine_is_reported_reopened_and_serves_the_next_request(session)
     assert states[-1] == READY
     # And it keeps serving afterwards.
     assert session.prompt("The Colosseum is in", key="fault").result(120).tokens.texts[0] == "The"
+
+
+def test_a_large_array_crosses_from_the_worker_through_shared_memory(session, monkeypatch):
+    """The engine's processes write a large result to shared memory and the kernel reads
+    it back whole (`engine.parcels`): the same values, the file gone after."""
+    opened = []
+    unparcel = parcels._unparcel
+
+    def counted(*args):
+        opened.append(args[0])
+        return unparcel(*args)
+
+    monkeypatch.setattr(parcels, "_unparcel", counted)
+    count = 3 * parcels.PARCEL_BYTES // 4
+
+    def run(engine):
+        with engine.trace(PROMPT, temperature=0.0, max_tokens=1):
+            made = torch.arange(count, dtype=torch.float32) + engine.logits[0, -1, 0].float().cpu()
+            out = parcel(made.numpy()).save()
+            first = engine.logits[0, -1, 0].float().save()
+        return out, first
+
+    out, first = session.request(run).result(120)
+    assert len(opened) == 1 and not os.path.exists(opened[0])
+    assert isinstance(out, np.ndarray) and out.shape == (count,)
+    np.testing.assert_array_equal(out, np.arange(count, dtype=np.float32) + np.float32(float(first)))

@@ -2,5 +2,6 @@
 
 from ..components import module_of
 from ..components.vllm.attention import probability_rows
+from .parcels import parcel
 
-__all__ = ["module_of", "probability_rows"]
+__all__ = ["module_of", "parcel", "probability_rows"]

@@ -35,7 +35,7 @@ from ..components.vllm.values import (
 from ..components.vllm.root import LM_HEAD, NO_MASK, ROOT_UNAVAILABLE, ROOT_VALUES
 from ..families.vllm import Family, family_for
 from ..families.vllm.base import TRANSFORMERS
-from . import platform
+from . import parcels, platform
 from .description import ModuleDescription, ValueDescription, describe_modules, describe_values
 
 #: What assigning ``next_token_probs`` says.
@@ -228,6 +228,7 @@ class StandardizedVLLM(VLLM):
         else:
             with platform.multiprocess_start():
                 platform.built()
+                parcels.allow_parcels()  # the engine's processes inherit it
                 entry = super()._load_sync(repo_id, **kwargs)
         # A trace is one call whose caller shows its own progress: no bar per request.
         entry.generate = functools.partial(entry.generate, use_tqdm=False)

@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
+from ..engine import parcel
 from .sites import ablate_heads, check_heads
 
 
@@ -281,8 +282,9 @@ def crossing(tensor: torch.Tensor) -> np.ndarray:
     an array crosses at about half a tensor's cost by the megabyte (8-16 MB: 1.0-2.2 ms a
     MB against 2.0-3.7) and at almost none by the piece (a small tensor about 0.1 ms),
     bench/result_bytes.py; on a GPU the prompt request's 9 MB cost about 5 ms a MB as
-    tensors (docs/gpu.md, run 11)."""
-    return tensor.detach().cpu().numpy()
+    tensors (docs/gpu.md, run 11). A large one crosses through shared memory
+    (`engine.parcels`)."""
+    return parcel(tensor.detach().cpu().numpy())
 
 
 def to_numpy(tensor: Any, dtype) -> np.ndarray:
