@@ -46,6 +46,15 @@ def streams_reads(model) -> dict:
     return {"streams": torch.stack(rows).float().cpu().numpy()}
 
 
+def raw_streams_reads(model) -> dict:
+    """Each layer's module output as vLLM returns it (its first part's last row): nnsight's
+    hand-off alone, without the standard value's sum and copy."""
+    import torch
+
+    rows = [model.layers[index].output[0][-1] for index in range(model.num_layers)]
+    return {"streams": torch.stack(rows).float().cpu().numpy()}
+
+
 def lens_one_copy_reads(model, k: int) -> dict:
     import torch
 
@@ -121,6 +130,7 @@ def main(argv: list[str] | None = None) -> None:
         parts = (
             ("top5", top5_reads, ()),
             ("streams", streams_reads, ()),
+            ("raw_streams", raw_streams_reads, ()),
             ("lens", lens_reads, (-1, None, LENS_K, ())),
             ("prompt", prompt_reads, prompt_args),
             ("lens_one_copy", lens_one_copy_reads, (LENS_K,)),
