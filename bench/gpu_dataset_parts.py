@@ -10,6 +10,10 @@ more and more of what the prompt question reads, each through ``engine.registere
 
 - ``top5``: the model's top-5 at the last position (one read, one copy to the host);
 - ``streams``: every layer's last-position stream, stacked, one copy to the host (a read a layer);
+- ``raw_streams``: each layer's module output as vLLM returns it (nnsight's hand-off alone,
+  without the standard value's sum);
+- ``streams_kept``: ``streams`` left on the device until the request is collected (no
+  synchronisation inside the forward);
 - ``lens``: the lens question's own reads (`lens_reads`, one copy a returned array);
 - ``prompt``: the prompt question's own reads (`prompt_reads`: the lens and the first
   layer's pooled pattern), as ``session.each(prompts).prompt(window=1)`` asks them;
@@ -44,6 +48,15 @@ def streams_reads(model) -> dict:
 
     rows = [model.layers[index].layer_output[0, -1] for index in range(model.num_layers)]
     return {"streams": torch.stack(rows).float().cpu().numpy()}
+
+
+def streams_kept_reads(model) -> dict:
+    """`streams` left on the engine's device until the request is collected: no copy to
+    the CPU (a synchronisation on a GPU) inside the forward."""
+    import torch
+
+    rows = [model.layers[index].layer_output[0, -1] for index in range(model.num_layers)]
+    return {"streams": torch.stack(rows).float()}
 
 
 def raw_streams_reads(model) -> dict:
@@ -131,6 +144,7 @@ def main(argv: list[str] | None = None) -> None:
             ("top5", top5_reads, ()),
             ("streams", streams_reads, ()),
             ("raw_streams", raw_streams_reads, ()),
+            ("streams_kept", streams_kept_reads, ()),
             ("lens", lens_reads, (-1, None, LENS_K, ())),
             ("prompt", prompt_reads, prompt_args),
             ("lens_one_copy", lens_one_copy_reads, (LENS_K,)),
