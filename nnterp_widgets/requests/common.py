@@ -299,18 +299,48 @@ def to_numpy(tensor: Any, dtype) -> np.ndarray:
 _TEXTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+class _Texts:
+    """One tokenizer's token texts by id, each decoded once: a table numpy indexes, so a
+    lens's thousands of cells are one lookup, not a Python call each (the 8B's 512-token
+    prompt request spent milliseconds there, docs/gpu.md run 13)."""
+
+    __slots__ = ("table", "known")
+
+    def __init__(self):
+        self.table = np.empty(0, dtype=object)
+        self.known = np.zeros(0, dtype=bool)
+
+    def of(self, tokenizer, ids: np.ndarray) -> np.ndarray:
+        """The texts of ``ids`` (non-negative integers), an object array of their shape."""
+        top = int(ids.max()) + 1 if ids.size else 0
+        if top > len(self.table):
+            size = max(top, 2 * len(self.table))
+            table, known = np.empty(size, dtype=object), np.zeros(size, dtype=bool)
+            table[: len(self.table)], known[: len(self.known)] = self.table, self.known
+            self.table, self.known = table, known
+        missing = np.unique(ids[~self.known[ids]])
+        for i in missing.tolist():
+            self.table[i] = tokenizer.decode([i])
+        self.known[missing] = True
+        return self.table[ids]
+
+
+def _texts(tokenizer) -> _Texts:
+    try:
+        return _TEXTS.setdefault(tokenizer, _Texts())
+    except TypeError:  # a tokenizer that cannot be weakly referenced: decoded per call
+        return _Texts()
+
+
 def token_text(tokenizer) -> Callable[[int], str]:
     """``text(id)``: one token's text, each decoded once per tokenizer (`_TEXTS`)."""
-    try:
-        known = _TEXTS.setdefault(tokenizer, {})
-    except TypeError:  # a tokenizer that cannot be weakly referenced: decoded per call
-        known = {}
+    texts = _texts(tokenizer)
 
     def text(i: int) -> str:
-        found = known.get(i)
-        if found is None:
-            found = known[int(i)] = tokenizer.decode([int(i)])
-        return found
+        i = int(i)
+        if i < len(texts.known) and texts.known[i]:
+            return texts.table[i]
+        return texts.of(tokenizer, np.array([i]))[0]
 
     return text
 
@@ -318,20 +348,20 @@ def token_text(tokenizer) -> Callable[[int], str]:
 def texts_of(model, ids: Any) -> tuple:
     """The token texts of an array of ids (a tensor, an array or nested lists), as nested
     tuples of its shape: ``[layers, positions, k]`` ids -> a tuple of tuples of tuples."""
-    text = token_text(model.tokenizer)
+    array = to_numpy(ids, np.int64)
 
-    def nest(items: list) -> tuple:
-        return tuple(nest(item) if isinstance(item, list) else text(item) for item in items)
+    def nest(items: list, depth: int) -> tuple:
+        return tuple(items) if depth == 1 else tuple(nest(item, depth - 1) for item in items)
 
-    return nest(to_numpy(ids, np.int64).tolist())
+    return nest(_texts(model.tokenizer).of(model.tokenizer, array).tolist(), array.ndim)
 
 
 def tokens_of(model, input_ids: Any) -> Tokens:
     """The `Tokens` of ``input_ids`` (a tensor, an array or a list of ids); a character
     split over several tokens is said once (`whole_characters`)."""
-    ids = tuple(to_numpy(input_ids, np.int64).reshape(-1).tolist())
-    text = token_text(model.tokenizer)
-    return Tokens(ids, whole_characters(model.tokenizer, ids, tuple(text(i) for i in ids)))
+    array = to_numpy(input_ids, np.int64).reshape(-1)
+    ids, texts = tuple(array.tolist()), tuple(_texts(model.tokenizer).of(model.tokenizer, array).tolist())
+    return Tokens(ids, whole_characters(model.tokenizer, ids, texts))
 
 
 #: What a tokenizer decodes a lone piece of a character to (a byte-level token of CJK or
