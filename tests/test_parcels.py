@@ -73,3 +73,12 @@ def test_parcels_of_a_dead_kernel_are_removed_when_another_allows_them(monkeypat
     assert len(_mine()) == 1
     pickle.loads(kept)
     assert _mine() == []
+
+
+def test_an_unparceled_array_is_the_callers_own_to_write():
+    array = np.arange(PARCEL_BYTES // 4, dtype=np.float32).reshape(256, -1)
+    back = pickle.loads(pickle.dumps(Parcel(array, os.getpid())))
+    back[0, 0] = -1.0  # written in place, as any returned array may be
+    assert back[0, 0] == -1.0 and back[1, 0] == array[1, 0]
+    again = pickle.loads(pickle.dumps(back))  # and it pickles as a plain array
+    np.testing.assert_array_equal(again, back)
