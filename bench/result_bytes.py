@@ -7,8 +7,8 @@ One session on `checkpoints.trained()` with the engine in its own processes
 the logits) that also returns N MB made on the worker, as a torch tensor, a numpy array or
 bytes, and the same forward returning `SMALL` small results (a batch's); the floor is the
 same forward returning nothing (N = 0), in the same run. A ``parcel`` is a numpy array
-sent through shared memory (`engine.parcels`). Medians of 5 after a warm-up. On the GPU (docs/gpu.md, run 11) the prompt request's 9 MB of
-pattern cost about 5 ms a megabyte; this says whether the object's kind matters or the
+sent through shared memory (`engine.parcels`). Medians of 5 after a warm-up. On the GPU
+(docs/gpu.md, run 11) the prompt request's 9 MB of pattern cost about 5 ms a megabyte; this says whether the object's kind matters or the
 crossing itself.
 """
 

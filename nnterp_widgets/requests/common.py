@@ -12,6 +12,7 @@ tensors come back to the CPU inside the trace (`to_numpy`, `top_k`)::
 from __future__ import annotations
 
 import numbers
+import threading
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -304,14 +305,19 @@ class _Texts:
     lens's thousands of cells are one lookup, not a Python call each (the 8B's 512-token
     prompt request spent milliseconds there, docs/gpu.md run 13)."""
 
-    __slots__ = ("table", "known")
+    __slots__ = ("table", "known", "lock")
 
     def __init__(self):
         self.table = np.empty(0, dtype=object)
         self.known = np.zeros(0, dtype=bool)
+        self.lock = threading.Lock()  # the session's worker and the views both ask
 
     def of(self, tokenizer, ids: np.ndarray) -> np.ndarray:
         """The texts of ``ids`` (non-negative integers), an object array of their shape."""
+        with self.lock:
+            return self._of(tokenizer, ids)
+
+    def _of(self, tokenizer, ids: np.ndarray) -> np.ndarray:
         top = int(ids.max()) + 1 if ids.size else 0
         if top > len(self.table):
             size = max(top, 2 * len(self.table))
@@ -330,6 +336,11 @@ def _texts(tokenizer) -> _Texts:
         return _TEXTS.setdefault(tokenizer, _Texts())
     except TypeError:  # a tokenizer that cannot be weakly referenced: decoded per call
         return _Texts()
+
+
+def _texts_of(tokenizer, ids: np.ndarray) -> list:
+    """The texts of an id array, as ``ids.tolist()`` nests them."""
+    return _texts(tokenizer).of(tokenizer, ids).tolist()
 
 
 def token_text(tokenizer) -> Callable[[int], str]:
@@ -353,14 +364,14 @@ def texts_of(model, ids: Any) -> tuple:
     def nest(items: list, depth: int) -> tuple:
         return tuple(items) if depth == 1 else tuple(nest(item, depth - 1) for item in items)
 
-    return nest(_texts(model.tokenizer).of(model.tokenizer, array).tolist(), array.ndim)
+    return nest(_texts_of(model.tokenizer, array), array.ndim)
 
 
 def tokens_of(model, input_ids: Any) -> Tokens:
     """The `Tokens` of ``input_ids`` (a tensor, an array or a list of ids); a character
     split over several tokens is said once (`whole_characters`)."""
     array = to_numpy(input_ids, np.int64).reshape(-1)
-    ids, texts = tuple(array.tolist()), tuple(_texts(model.tokenizer).of(model.tokenizer, array).tolist())
+    ids, texts = tuple(array.tolist()), tuple(_texts_of(model.tokenizer, array))
     return Tokens(ids, whole_characters(model.tokenizer, ids, texts))
 
 
