@@ -7,8 +7,7 @@ side, vLLM's engine core and the model's forward. Written to ``DIR/profile.md``:
 
 2. medians of the raw forward and the prompt request, then one prompt request under
    cProfile (Python: the kernel's side and nnsight's) and torch.profiler (CUDA kernels);
-3. one request of the patching sweep (64 invokes) under the same two profilers, and the
-   whole 32 x 64 sweep timed;
+3. the patching sweep under the same two profilers (one engine request), then timed;
 4. with ``--dataset N``: one batch request of ``N`` prompts (``each(prompts).prompt``'s,
    an invoke a prompt) under the same profilers, beside vLLM's own prefill of them.
 """
@@ -114,7 +113,7 @@ def main() -> None:
         out.write_text("\n".join(lines) + "\n")
 
     from nnterp_widgets.session import Session
-    from nnterp_widgets.interventions.patching import PATCH_INVOKES, _read_clean, _sweep
+    from nnterp_widgets.interventions.patching import patch
 
     path = bench_checkpoint(args.checkpoint)
 
@@ -164,17 +163,14 @@ def main() -> None:
         foil = int(session.prompt(corrupted).result().lens.model_top_ids[0])
         if foil == answer:
             foil = answer + 1  # random weights may answer both alike: any other token
-        pair = [answer, foil]
 
-        def one_request(engine):
-            first = _read_clean(engine, clean, corrupted, "layer_output", pair)
-            cells = [(layer, column % args.sweep) for layer in range(2) for column in range(PATCH_INVOKES // 2)]
-            slices = [first["values"][layer][:, column].clone() for layer, column in cells]
-            label = f"one sweep request ({PATCH_INVOKES} invokes of {args.sweep} tokens)"
-            return profiled(lambda: _sweep(engine, corrupted, "layer_output", pair, cells, slices), label)
+        def one_sweep(engine):
+            return profiled(
+                lambda: patch(engine, clean, corrupted, answer, foil), "the whole sweep, one engine request"
+            )
 
         lines += ["## 3. The patching sweep", ""]
-        lines += session.request(one_request, key="profile-sweep").result()
+        lines += session.request(one_sweep, key="profile-sweep").result()
         flush()
         start = time.perf_counter()
         try:

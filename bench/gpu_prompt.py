@@ -517,6 +517,14 @@ def main(argv: list[str] | None = None) -> int:
             layers, columns = sweep.patched.shape
             meta["patch"] = {"cells": f"{layers} x {columns}", "requests": sweep.requests, "seconds": round(took, 2)}
             print(f"[bench] patch {layers} x {columns}: {took:.2f} s in {sweep.requests} requests", flush=True)
+            from common import vllm_prefill
+
+            cells = sweep.patched.size
+            floor, _ = median_ms(lambda: session.request(vllm_prefill([corrupted] * cells)).result(600), 1)
+            meta["patch"]["vllm_prefill_s"] = round(floor / 1e3, 2)
+            print(
+                f"[bench] vLLM's own prefill of {cells} copies of the corrupted prompt: {floor / 1e3:.2f} s", flush=True
+            )
             from nnterp_widgets.interventions.patching import patch
 
             for chunk in [int(c) for c in args.chunks.split(",") if c]:

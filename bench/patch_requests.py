@@ -2,7 +2,7 @@
 request per cell.
 
 The sweep (`Session.patch`) reads the clean values in one request, then patches
-``PATCH_INVOKES`` cells per request, one invoke each; the baseline is the same sweep with
+``PATCH_CELLS`` cells per request, one invoke each; the baseline is the same sweep with
 one cell per request (``chunk=1``), which is how a per-cell tool asks. Both maps are
 checked equal; ratios are within this run.
 """
@@ -38,13 +38,13 @@ def main() -> str:
 
     from nnterp_widgets.checkpoints import checkpoint
     from nnterp_widgets.session import Session
-    from nnterp_widgets.interventions.patching import PATCH_INVOKES
+    from nnterp_widgets.interventions.patching import PATCH_CELLS
 
     session = Session.open(checkpoint("qwen2"), progress=False, **ENGINE_KWARGS).wait()
     rows = []
     try:
         for site in ("layer_output", "attention_head_outputs"):
-            batched, batched_s = _sweep(session, site, PATCH_INVOKES)
+            batched, batched_s = _sweep(session, site, PATCH_CELLS)
             single, single_s = _sweep(session, site, 1)
             np.testing.assert_allclose(batched.patched, single.patched, atol=1e-5)
             cells = batched.patched.size

@@ -14,8 +14,8 @@ One session on `checkpoints.trained()`. Per prompt length (16, 128, 512 tokens):
   every position, layers x tokens² x hidden) against the raw forward and the prompt request.
 
 And a patching sweep (`session.patch`, 30 layers x 9 positions of the tour's pair)
-against the batched forward of as many prompts (the corrupted prompt as one invoke each,
-in requests of `PATCH_INVOKES`, saving the answer's and foil's logits).
+against vLLM's own prefill of as many copies of the corrupted prompt (`LLM.generate`, one
+token each): a cell is one such request with one registered block's write and read.
 Targets (issue 22/23): prompt within 1.5x the second floor and under 1 s at 16 tokens;
 attribution within 1.5x the prompt request; the sweep within 2x its floor.
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from common import ENGINE_KWARGS, median_seconds, report
+from common import ENGINE_KWARGS, median_seconds, report, vllm_prefill
 from scale import prompt_of, raw_forward
 
 LENGTHS = (16, 128, 512)
@@ -48,26 +48,9 @@ def forward_and_lens(text: str, window: int):
     return run
 
 
-def batched_forward(prompt: str, count: int, pair: list[int], chunk: int):
-    def run(model):
-        rows = []
-        root = model.root_only()  # as the sweep reads the logits: without shipping the tree
-        for start in range(0, count, chunk):
-            with model.trace(temperature=0.0, max_tokens=1) as tracer:
-                got = list().save()
-                for _ in range(min(chunk, count - start)):
-                    with tracer.invoke(prompt):
-                        got.append(root.logits[0, -1, pair])
-            rows.extend(got)
-        return rows
-
-    return run
-
-
 def main() -> str:
     from nnterp_widgets.checkpoints import trained
     from nnterp_widgets.session import Session
-    from nnterp_widgets.interventions.patching import PATCH_INVOKES
 
     session = Session.open(trained(), progress=False, max_model_len=1024, **ENGINE_KWARGS).wait()
     tokenizer = session.tokenizer()
@@ -99,22 +82,16 @@ def main() -> str:
             (f"{tokens} tokens: graph / forward", f"{graph / forward:.2f}"),
             (f"{tokens} tokens: graph / prompt", f"{graph / prompt:.2f}"),
         ]
-    pair = [
-        tokenizer(" Paris", add_special_tokens=False)["input_ids"][0],
-        tokenizer(" Rome", add_special_tokens=False)["input_ids"][0],
-    ]
     count = 30 * len(tokenizer(CLEAN)["input_ids"])
     # Each once after one warm-up run (a first run also compiles its intervention's code).
     sweep_s = timed(lambda: session.patch(CLEAN, CORRUPTED, " Paris", " Rome").result(), 1)
     sweep = session.patch(CLEAN, CORRUPTED, " Paris", " Rome").result()
-    floor_s = timed(
-        lambda: session.request(batched_forward(CORRUPTED, count, pair, PATCH_INVOKES), key="batched").result(), 1
-    )
+    floor_s = timed(lambda: session.request(vllm_prefill([CORRUPTED] * count), key="floor").result(), 1)
     layers, columns = sweep.patched.shape
     rows += [
         (f"patching sweep {layers} x {columns} ({sweep.requests} requests)", f"{sweep_s:.1f} s"),
-        (f"batched forward of {count} prompts", f"{floor_s:.1f} s"),
-        ("sweep / batched forward", f"{sweep_s / floor_s:.2f}"),
+        (f"vLLM's own prefill of {count} copies of the corrupted prompt", f"{floor_s:.1f} s"),
+        ("sweep / vLLM's prefill", f"{sweep_s / floor_s:.2f}"),
     ]
     session.close()
     return report("The trained model (SmolLM2-135M) on the CPU engine", rows)

@@ -122,3 +122,15 @@ def test_a_large_array_crosses_from_the_worker_through_shared_memory(session, mo
     assert len(opened) == 1 and not os.path.exists(opened[0])
     assert isinstance(out, np.ndarray) and out.shape == (count,)
     np.testing.assert_array_equal(out, np.arange(count, dtype=np.float32) + np.float32(float(first)))
+
+
+def test_a_patching_sweep_loads_its_cells_into_the_engines_processes(session):
+    """A sweep's cells go to the engine's worker process before its requests run, one
+    taken by each request: on an engine in its own processes, patching the last layer's
+    last position is the clean run and the shared first token the corrupted one, as in
+    process (where transformers holds every cell)."""
+    result = session.patch("The Eiffel Tower is in Paris", "The Colosseum Tower is in Paris", " France", " Italy")
+    result = result.result(300)
+    assert result.requests > 1 and not np.isnan(result.patched).any()
+    np.testing.assert_allclose(result.effect[-1, -1], 1.0, atol=1e-4)
+    np.testing.assert_allclose(result.effect[:, 0], 0.0, atol=1e-4)

@@ -519,7 +519,7 @@ class StandardizedVLLM(VLLM):
         return found
 
     @contextlib.contextmanager
-    def registered(self, reads: Callable[..., dict], args: tuple):
+    def registered(self, reads: Callable[..., dict], args: tuple, *, writes: bool = False):
         """The same reads for every prompt of many, installed on the engine once.
 
         A trace ships its block with every invoke; a registration (nnsight's ``edit``)
@@ -532,6 +532,8 @@ class StandardizedVLLM(VLLM):
         Args:
             reads: a module-level ``reads(model, *args) -> dict``, as an invoke's.
             args: its arguments, the same for every prompt.
+            writes: ``reads`` also writes, so it gets the model itself (its whole tree
+                shipped once, values written back), not the `reader`.
 
         Yields:
             ``run(prompts) -> list[dict]``: each prompt's (a token id list) reads, in order.
@@ -539,9 +541,9 @@ class StandardizedVLLM(VLLM):
         from nnsight.intervention.errors import raise_deferred
         from vllm import SamplingParams
 
-        reader = self.reader()
+        model = self if writes else self.reader()
         with self.edit() as (_, edit):
-            found = reads(reader, *args).save()  # noqa: F841 - the saves are keyed by this name
+            found = reads(model, *args).save()  # noqa: F841 - the saves are keyed by this name
         params = SamplingParams(max_tokens=1, temperature=0.0)
 
         def run(prompts: list[list[int]]) -> list[dict]:

@@ -6,9 +6,12 @@ checked before any request, with the messages below.
 On this engine each invoke of a trace is its own vLLM request: a value read in one
 invoke cannot be used in another (nnsight refuses ``tracer.barrier`` here). So a
 patching sweep is one request whose clean invoke reads the values to patch (and whose
-clean and corrupted invokes give the end points), then one request per
-:data:`PATCH_INVOKES` cells, each cell an invoke of the corrupted prompt that writes
-its cell's clean slice.
+clean and corrupted invokes give the end points), then the cells, at most
+:data:`PATCH_CELLS` an engine call: one registered block (`StandardizedVLLM.registered`,
+shipped once a sweep) and a plain vLLM request of the corrupted prompt a cell. The
+chunk's cells are loaded into the engine's workers first (`_load_cells`), and each
+request's copy of the block takes one as it starts, writes its clean slice and reads
+the metric, saving which cell it took.
 
 Head ablation inside another request (the prompt request)::
 
@@ -32,7 +35,9 @@ layers' head outputs; a trace that reads each layer calls it per layer, as above
 from __future__ import annotations
 
 import math
+import pickle
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,7 +92,8 @@ class PatchResult:
     the corrupted run is the clean prompt with Gaussian noise of ``noise`` times the
     embedding table's standard deviation added to the token embeddings of positions
     ``subject[0]:subject[1]`` (drawn with ``seed``); ``None`` for a corrupted prompt.
-    ``requests``: engine requests (traces) the sweep took.
+    ``requests``: engine calls the sweep took (the clean read's trace, then one a chunk
+    of cells).
     """
 
     site: str
@@ -236,10 +242,10 @@ class PairLens:
         )
 
 
-#: Cells per patching request. Measured on the tiny checkpoint (CPU, 2 cores): an invoke
-#: costs about 26 ms alone, 7 ms each at 16 per trace, 6 ms at 64, 7 ms at 256; and
-#: each invoke ships its own copy of its locals, so chunks stay modest.
-PATCH_INVOKES = 64
+#: Most cells an engine call of a sweep holds (a vLLM request each; `Pace` keeps a call
+#: near a second, so that a cancel waits no longer). A cell's request ships nothing
+#: (the block is registered once), so the bound is the memory of the loaded slices.
+PATCH_CELLS = 256
 #: Cells in a sweep's first request; later ones hold as many as the pace fits (`Pace`).
 FIRST_CELLS = 8
 
@@ -411,27 +417,60 @@ def _read_clean(model, clean: list[int], corrupted: list[int], site: str, pair: 
     return first
 
 
-def _sweep(model, corrupted: list[int], site: str, pair: list[int], cells: list, slices: list, plan) -> list:
-    """One request: a corrupted invoke per cell, each writing its clean slice.
+#: The cells waiting in this process (an engine's worker) for a sweep's requests: one
+#: request's registered copy takes one as it starts (`_take_cell`). A sweep loads each
+#: chunk's cells before its requests run (`_load_cells`, in every worker).
+_CELLS: deque = deque()
 
-    ``plan = (positions, subject, noise)``: the head cells' positions, and the causal
-    tracing noise (``subject`` None: none). Each invoke ships a copy of this frame's
-    locals, so the slices are popped one per invoke and nothing larger is in scope.
-    """
-    positions, subject, noise = plan
-    root = model.root_only()  # each invoke ships one block's envoys, not the whole tree
-    embed = model.embed_tokens
-    with model.trace(**ONE_GREEDY_STEP) as tracer:
-        rows = [None] * len(cells)
-        rows.save()
-        for index, (layer, column) in enumerate(cells):
-            value = slices.pop(0)
-            host = _site_host(model, site, layer)
-            with tracer.invoke(corrupted):
-                if subject is not None:
-                    _noise_embeddings(embed, subject, noise)
-                _patch_cell(host, site, column, positions, value)
-                rows[index] = _metric_reads(root, pair)
+
+CELLS_LOST = (
+    "the engine answered {got} of a sweep's {want} cells (request {request}): a cell was taken twice or not at all"
+)
+
+
+def _load_cells(worker, payload: bytes) -> int:
+    """In each of the engine's workers (vLLM's ``collective_rpc``): the next chunk's
+    ``(index, layer, column, clean slice)``, pickled (vLLM's own encoding of the call's
+    arguments would turn the tensors into lists), each slice on the worker's device."""
+    cells = pickle.loads(payload)  # noqa: S301 - the kernel's own bytes, this session's
+    device = getattr(worker, "device", None)
+    _CELLS.clear()
+    _CELLS.extend(
+        (index, layer, column, value.to(device) if device is not None else value)
+        for index, layer, column, value in cells
+    )
+    return len(_CELLS)
+
+
+def _take_cell() -> tuple:
+    return _CELLS.popleft()
+
+
+def _cell_reads(model, site: str, pair: list[int], positions: list[int], subject, noise) -> dict:
+    """A registered copy, one a request: take a cell, write its clean slice into the
+    running (corrupted) request, read the metric. ``subject``/``noise``: causal tracing's
+    noise, added first (``subject`` None: none)."""
+    index, layer, column, value = _take_cell()
+    if subject is not None:
+        _noise_embeddings(model.embed_tokens, subject, noise)
+    _patch_cell(_site_host(model, site, layer), site, column, positions, value)
+    return {"cell": index, "metric": _metric_reads(model, pair)}
+
+
+def _sweep(model, run, corrupted: list[int], part: list, slices: list) -> list:
+    """One chunk: its cells loaded in the workers, then one request a cell, each taking
+    its own (in whatever order the engine starts them). Returns each cell's metric reads,
+    in ``part``'s order."""
+    loaded = [
+        (index, layer, column, value) for index, ((layer, column), value) in enumerate(zip(part, slices, strict=True))
+    ]
+    model.vllm_entrypoint.collective_rpc(_load_cells, args=(pickle.dumps(loaded),))
+    found = run([corrupted] * len(part))
+    rows = [None] * len(part)
+    for reads in found:
+        rows[int(reads["cell"])] = reads["metric"]
+    if any(row is None for row in rows):
+        raise RuntimeError(CELLS_LOST.format(got=sum(row is not None for row in rows), want=len(part), request=part[0]))
     return rows
 
 
@@ -452,7 +491,7 @@ def patch(
     answer,
     foil=None,
     site: str = "layer_output",
-    chunk: int = PATCH_INVOKES,
+    chunk: int = PATCH_CELLS,
     progress: Progress = NO_PROGRESS,
     *,
     positions=None,
@@ -533,20 +572,21 @@ def patch(
     progress.start(len(cells))
     pace = Pace(first=min(chunk, FIRST_CELLS), most=chunk)
     start = 0
-    while start < len(cells):
-        part = cells[start : start + pace.next()]
-        slices = [_cell_slice(site, values[layer], column, plan[0]).clone() for layer, column in part]
-        began = time.perf_counter()
-        rows = _sweep(model, corrupted_ids, site, pair, part, slices, plan)
-        pace.took(len(part), time.perf_counter() - began)
-        requests += 1
-        patched[start : start + len(part)] = [_metric(row, metric) for row in rows]
-        start += len(part)
-        progress.advance(start, result)
+    with model.registered(_cell_reads, (site, pair, *plan), writes=True) as run:
+        while start < len(cells):
+            part = cells[start : start + pace.next()]
+            slices = [_cell_slice(site, values[layer], column, plan[0]).clone() for layer, column in part]
+            began = time.perf_counter()
+            rows = _sweep(model, run, corrupted_ids, part, slices)
+            pace.took(len(part), time.perf_counter() - began)
+            requests += 1
+            patched[start : start + len(part)] = [_metric(row, metric) for row in rows]
+            start += len(part)
+            progress.advance(start, result)
     return result()
 
 
-def patch_requests(model, prompt_tokens: int, site: str = "layer_output", chunk: int = PATCH_INVOKES) -> int:
+def patch_requests(model, prompt_tokens: int, site: str = "layer_output", chunk: int = PATCH_CELLS) -> int:
     """The fewest engine requests a sweep takes: 1 + ceil(cells / chunk) (a slow cell's
     sweep takes more, each request about a second). ``prompt_tokens``: the positions patched."""
     columns = model.num_heads if SITE_NAMES.get(site, site) in HEAD_SITES else prompt_tokens
