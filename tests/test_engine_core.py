@@ -11,6 +11,7 @@ import torch
 
 import devices
 from nnterp_widgets import Unavailable
+from nnterp_widgets.engine import edit_in_place
 from reference import reference_values
 from traces import trace_values
 from seed_text import SEED_LM_HEAD, SEED_NO_MASK, SEED_GATED, SEED_PROBS
@@ -183,6 +184,26 @@ def test_inplace_edit_and_assignment_match_transformers(engine, values):
         zeroed = engine.logits.save()
     torch.testing.assert_close(before, values[("layer_output", 0)])
     assert not torch.allclose(zeroed, values["logits"])
+
+
+def test_an_edit_in_place_through_the_reader_lands_in_its_own_request_only(engine, values):
+    # edit_in_place writes over the request's span of the step's tensors (no splice of
+    # the whole slab): through the reader, which binds no write-back, it still reaches
+    # the run, as transformers says; the other invoke of the same step is untouched.
+    path = engine.args[0]
+    shift = devices.on_device(torch.linspace(-1, 1, engine.hidden_size))
+    expected = reference_values(path, engine.family_name, PROMPT, edit=lambda i, h: h + shift if i == 0 else h)
+    reader = engine.reader()
+    with engine.trace(**GREEDY) as tracer:
+        with tracer.invoke(PROMPT):
+            edit_in_place(reader.layers[0], "layer_output", lambda stream: stream.add_(shift))
+            after = reader.layers[1].layer_input.save()
+            edited = reader.logits.save()
+        with tracer.invoke(PROMPT):
+            other = reader.logits.save()
+    torch.testing.assert_close(after, expected[("layer_output", 0)], **TOL)
+    torch.testing.assert_close(edited, expected["logits"], **TOL)
+    torch.testing.assert_close(other, values["logits"], **TOL)
 
 
 def test_logits_assignment_changes_the_sample(engine, values):

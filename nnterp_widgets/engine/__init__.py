@@ -1,7 +1,8 @@
 """The engine layer: `StandardizedVLLM` on a real vLLM engine, CPU or GPU."""
 
 from ..components import module_of
+from ..components.vllm.values import edit_in_place
 from ..components.vllm.attention import probability_rows
 from .parcels import parcel
 
-__all__ = ["module_of", "parcel", "probability_rows"]
+__all__ = ["edit_in_place", "module_of", "parcel", "probability_rows"]

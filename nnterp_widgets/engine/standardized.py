@@ -519,7 +519,7 @@ class StandardizedVLLM(VLLM):
         return found
 
     @contextlib.contextmanager
-    def registered(self, reads: Callable[..., dict], args: tuple, *, writes: bool = False):
+    def registered(self, reads: Callable[..., dict], args: tuple):
         """The same reads for every prompt of many, installed on the engine once.
 
         A trace ships its block with every invoke; a registration (nnsight's ``edit``)
@@ -531,9 +531,8 @@ class StandardizedVLLM(VLLM):
 
         Args:
             reads: a module-level ``reads(model, *args) -> dict``, as an invoke's.
-            args: its arguments, the same for every prompt.
-            writes: ``reads`` also writes, so it gets the model itself (its whole tree
-                shipped once, values written back), not the `reader`.
+            args: its arguments, the same for every prompt. ``reads`` gets the `reader`:
+                what it writes, it writes in place (`values.edit_in_place`).
 
         Yields:
             ``run(prompts) -> list[dict]``: each prompt's (a token id list) reads, in order.
@@ -541,9 +540,9 @@ class StandardizedVLLM(VLLM):
         from nnsight.intervention.errors import raise_deferred
         from vllm import SamplingParams
 
-        model = self if writes else self.reader()
+        reader = self.reader()
         with self.edit() as (_, edit):
-            found = reads(model, *args).save()  # noqa: F841 - the saves are keyed by this name
+            found = reads(reader, *args).save()  # noqa: F841 - the saves are keyed by this name
         params = SamplingParams(max_tokens=1, temperature=0.0)
 
         def run(prompts: list[list[int]]) -> list[dict]:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..engine import module_of
+from ..engine import edit_in_place, module_of
 from ..requests.common import (
     LENS_K,
     ONE_GREEDY_STEP,
@@ -362,19 +362,22 @@ def _cell_slice(site: str, value, column: int, positions: list[int]):
 
 
 def _patch_cell(host, site: str, column: int, positions: list[int], value) -> None:
-    """Write one cell's clean slice into the running (corrupted) request, in place, at
-    ``site`` of ``host`` (`_site_host`)."""
-    target = getattr(host, site)
-    if site in HEAD_SITES:
-        target[:, positions, column] = value
-    else:
-        target[:, column] = value
+    """Write one cell's clean slice into the running (corrupted) request, at ``site`` of
+    ``host`` (`_site_host`), in place in the step's tensors (`edit_in_place`: a step of
+    many cells' requests would otherwise copy its whole slab once a cell)."""
+
+    def write(target):
+        if site in HEAD_SITES:
+            target[:, positions, column] = value
+        else:
+            target[:, column] = value
+
+    edit_in_place(host, site, write)
 
 
 def _noise_embeddings(embed, subject: tuple[int, int], noise) -> None:
     """Inside an invoke: add ``noise`` (``[subject length, hidden]``) to the subject's
-    token embeddings, the output of ``embed`` (the ``embed_tokens`` envoy, shipped alone:
-    a sweep's invokes carry no module tree, `StandardizedVLLM.root_only`)."""
+    token embeddings, the output of ``embed`` (the ``embed_tokens`` envoy), in place."""
     embeddings = embed.output
     rows = embeddings[0] if embeddings.dim() == 3 else embeddings  # vLLM's are [tokens, hidden]
     rows[subject[0] : subject[1]] += noise.to(device=rows.device, dtype=rows.dtype)
@@ -572,7 +575,7 @@ def patch(
     progress.start(len(cells))
     pace = Pace(first=min(chunk, FIRST_CELLS), most=chunk)
     start = 0
-    with model.registered(_cell_reads, (site, pair, *plan), writes=True) as run:
+    with model.registered(_cell_reads, (site, pair, *plan)) as run:
         while start < len(cells):
             part = cells[start : start + pace.next()]
             slices = [_cell_slice(site, values[layer], column, plan[0]).clone() for layer, column in part]

@@ -175,6 +175,26 @@ class StandardValue(eproperty):
             return self._private(obj, Mediator.value(self._location(obj)))
         return super().__get__(obj, owner)
 
+    def edit_in_place(self, obj: Any, edit: Callable[[torch.Tensor], Any]) -> None:
+        """``edit(value)`` changes this value (a private copy) in place; the change lands
+        in the run's own tensors in place, where the request's span of them lies.
+
+        An assignment or a write-back hands nnsight a new value, which it splices into a
+        new copy of the step's whole slab: each of a step's requests that writes then
+        costs the step's tokens, not its own (and all the copies are alive until the
+        module returns: a step of a thousand small requests that each write holds a
+        thousand slabs). Here the value's own layout is computed (``write``) and copied
+        over the request's views of the slab. Inside a request only."""
+        self._check(obj)
+        if self._write is None:
+            raise AttributeError(self._read_only)
+        raw = Mediator.value(self._location(obj))
+        with torch.inference_mode(False):
+            value = self._read(obj, raw)
+        edit(value)
+        with torch.inference_mode():
+            _copy_over(raw, self._write(obj, raw, value))
+
     def __set__(self, obj: Any, value: Any) -> None:
         self._check(obj)
         if self._write is None:
@@ -204,6 +224,25 @@ class Unserved(property):
 
     facts = StandardValue.facts
     writable = False
+
+
+def _copy_over(raw: Any, new: Any) -> None:
+    """Copy ``new`` (a location's layout, as ``write`` builds it) over ``raw`` (the run's
+    tensors), part by part; a part ``write`` kept is left alone."""
+    if isinstance(raw, torch.Tensor):
+        if new is not raw:
+            raw.copy_(new)
+    elif isinstance(raw, (tuple, list)):
+        for old, part in zip(raw, new, strict=True):
+            _copy_over(old, part)
+    elif isinstance(raw, dict):
+        for key, old in raw.items():
+            _copy_over(old, new[key])
+
+
+def edit_in_place(envoy: Any, name: str, edit: Callable[[torch.Tensor], Any]) -> None:
+    """`StandardValue.edit_in_place` of the value ``name`` of ``envoy``."""
+    getattr(type(envoy), name).edit_in_place(envoy, edit)
 
 
 def unavailable(name: str, reason: str) -> property:
