@@ -181,12 +181,15 @@ def _saves_left(engine) -> list:
 
 @pytest.mark.parametrize("path", ["invokes", "registration"])
 def test_progress_counts_prompts_and_a_stop_ends_at_a_chunk(session, monkeypatch, path):
-    """Through invokes or a registration, a stop ends the batch at a chunk with its partial
-    answer, and no registered reads are left on the engine."""
+    """Through invokes or a registration, a stop ends the batch with its partial answer
+    (after a chunk of invokes; after an engine step of a registration's stream, whose
+    unfinished prompts are taken out of the engine), and no registered reads are left."""
     from nnterp_widgets import StandardizedVLLM
     from nnterp_widgets.requests import LENS_QUESTION, check_prompt, lens_plan, run_each
 
-    prompts = PROMPTS * 4
+    # A registration streams its prompts: more than one engine step holds (the scheduler's
+    # max_num_seqs), so that the stop finds some still in the engine.
+    prompts = PROMPTS * (100 if path == "registration" else 4)
     heard = StopAfter(1)
     question = LENS_QUESTION if path == "registration" else dataclasses.replace(LENS_QUESTION, shared=None)
     installed = []
@@ -202,14 +205,19 @@ def test_progress_counts_prompts_and_a_stop_ends_at_a_chunk(session, monkeypatch
     def run(engine):
         with pytest.raises(Stopped):
             run_each(engine, prompts, question, prepare, heard)
-        return _saves_left(engine)
+        left = engine.vllm_entrypoint.llm_engine.has_unfinished_requests()
+        return left, _saves_left(engine)
 
-    assert session.request(run).result(timeout=300) == [{}]
+    # Nothing of the stopped batch is left in the engine: the next request is alone.
+    assert session.request(run).result(timeout=300) == (False, [{}])
     assert len(installed) == (path == "registration")
     assert heard.total == len(prompts)
     ((count, partial),) = heard.seen
-    assert count == FIRST_PROMPTS and partial.done == FIRST_PROMPTS  # the first chunk, then the stop
-    assert all(item is None for item in partial.items[FIRST_PROMPTS:])
+    if path == "invokes":
+        assert count == FIRST_PROMPTS  # the first chunk, then the stop
+    assert 0 < count == partial.done < len(prompts)
+    assert sum(item is not None for item in partial.items) == count
+    prompts = PROMPTS * 4
     job = session.each(prompts).lens(progress=False)
     assert len(job.result(timeout=300)) == len(prompts) and job.progress == (len(prompts), len(prompts))
 

@@ -12,7 +12,7 @@ import devices
 from conftest import open_session
 from nnterp_widgets.checkpoints import checkpoint
 from nnterp_widgets.requests.sites import InterventionError
-from nnterp_widgets.interventions.patching import FIRST_CELLS, PATCH_CELLS, patch, patch_requests
+from nnterp_widgets.interventions.patching import PATCH_CELLS, patch, patch_requests
 from nnterp_widgets.requests.sites import SITES, ablate_heads, check_heads
 from reference import _get, hf_reference, names_of
 
@@ -188,11 +188,9 @@ def test_patch_matches_transformers(session, hf, answer_foil, site):
     np.testing.assert_allclose(result.effect, expected, atol=1e-3)
     columns = model.config.num_attention_heads if site == "attention_head_outputs" else len(result.clean)
     assert result.effect.shape == (model.config.num_hidden_layers, columns)
-    # Engine calls per sweep: one to read the clean values, then chunks of at most
-    # PATCH_CELLS cells (as many as the pace fits a second: FIRST_CELLS, then more).
-    fewest = patch_requests(session._engine(), len(result.clean), site)
-    assert fewest == 1 + -(-result.effect.size // PATCH_CELLS) <= result.requests
-    assert result.requests <= 1 + -(-result.effect.size // FIRST_CELLS)
+    # Engine calls per sweep: one to read the clean values, then one per PATCH_CELLS cells.
+    calls = patch_requests(session._engine(), len(result.clean), site)
+    assert calls == 1 + -(-result.effect.size // PATCH_CELLS) == result.requests
 
 
 def test_patch_end_points(session):

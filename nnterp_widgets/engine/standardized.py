@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import itertools
 from pathlib import Path
 from typing import Any, Callable
 
@@ -529,13 +530,21 @@ class StandardizedVLLM(VLLM):
         say) costs one shipping, not a thousand. The edit runs for every request the
         engine serves while it is installed: hold it only inside one queued request.
 
+        The prompts stream through the engine: at most `IN_FLIGHT` of them in it at once,
+        more added as they finish, so that the engine never drains between chunks of
+        them, and ``done`` hears each step's answers (a slow batch shows them, and can be
+        stopped between any two steps).
+
         Args:
             reads: a module-level ``reads(model, *args) -> dict``, as an invoke's.
             args: its arguments, the same for every prompt. ``reads`` gets the `reader`:
                 what it writes, it writes in place (`values.edit_in_place`).
 
         Yields:
-            ``run(prompts) -> list[dict]``: each prompt's (a token id list) reads, in order.
+            ``run(prompts, done=None) -> list[dict]``: each prompt's (a token id list)
+            reads, in order. ``done(indices, answers)`` is called after each engine step
+            that finished some prompts (``answers[i]`` is prompt ``i``'s); what it raises
+            ends the run, the prompts not finished taken out of the engine.
         """
         from nnsight.intervention.errors import raise_deferred
         from vllm import SamplingParams
@@ -544,18 +553,40 @@ class StandardizedVLLM(VLLM):
         with self.edit() as (_, edit):
             found = reads(reader, *args).save()  # noqa: F841 - the saves are keyed by this name
         params = SamplingParams(max_tokens=1, temperature=0.0)
+        engine = self.vllm_entrypoint.llm_engine
 
-        def run(prompts: list[list[int]]) -> list[dict]:
-            outputs = self.vllm_entrypoint.generate(
-                [{"prompt_token_ids": list(ids)} for ids in prompts], params, use_tqdm=False
-            )
-            answers = []
-            for output in outputs:
-                raise_deferred(getattr(output, "nnsight_error", None))
-                saves = getattr(output, "saves", None) or {}
-                if "found" not in saves:
-                    raise RuntimeError(REGISTERED_LOST.format(request=output.request_id))
-                answers.append(saves["found"])
+        def run(prompts: list[list[int]], done: Callable[[list[int], list], Any] | None = None) -> list[dict]:
+            tag = f"{READER_ID}-{next(_STREAMS)}"
+            answers: list = [None] * len(prompts)
+            waiting: dict[str, int] = {}
+            added = 0
+            try:
+                while added < len(prompts) or waiting:
+                    while added < len(prompts) and len(waiting) < IN_FLIGHT:
+                        name = f"{tag}-{added}"
+                        engine.add_request(name, {"prompt_token_ids": list(prompts[added])}, params)
+                        waiting[name] = added
+                        added += 1
+                    if not engine.has_unfinished_requests():
+                        raise RuntimeError(REGISTERED_LOST.format(request=next(iter(waiting))))
+                    finished = []
+                    for output in engine.step():
+                        index = waiting.get(output.request_id)
+                        if index is None or not output.finished:
+                            continue
+                        del waiting[output.request_id]
+                        raise_deferred(getattr(output, "nnsight_error", None))
+                        saves = getattr(output, "saves", None) or {}
+                        if "found" not in saves:
+                            raise RuntimeError(REGISTERED_LOST.format(request=output.request_id))
+                        answers[index] = saves["found"]
+                        finished.append(index)
+                    if finished and done is not None:
+                        done(finished, answers)
+            except BaseException:
+                if waiting:
+                    engine.abort_request(list(waiting))
+                raise
             return answers
 
         try:
@@ -582,8 +613,15 @@ class StandardizedVLLM(VLLM):
         raise NotImplementedError(NOT_MEASURED.format(name="rank"))
 
 
-#: The id prefix under which the engine's workers keep a reader's envoys.
+#: The id prefix under which the engine's workers keep a reader's envoys (and of a
+#: registration's requests).
 READER_ID = "nnterp-reader"
+
+#: Prompts a registration's run keeps in the engine at once: enough that the engine's
+#: scheduler always has a step's worth waiting, few enough that a stop aborts them quickly.
+IN_FLIGHT = 1024
+
+_STREAMS = itertools.count()
 
 
 def _keep_in_workers(entrypoint: Any, reader: Any) -> bool:

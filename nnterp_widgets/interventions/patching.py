@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import math
 import pickle
-import time
 from collections import deque
+from typing import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +56,7 @@ from ..requests.common import (
 )
 from ..requests.tables import table
 from ..requests.lens import LensGrid
-from ..requests.progress import NO_PROGRESS, Pace, Progress
+from ..requests.progress import NO_PROGRESS, Every, Progress
 from ..requests.sites import (
     HEAD_SITES,
     POSITION_SITES,
@@ -242,12 +242,10 @@ class PairLens:
         )
 
 
-#: Most cells an engine call of a sweep holds (a vLLM request each; `Pace` keeps a call
-#: near a second, so that a cancel waits no longer). A cell's request ships nothing
+#: Most cells an engine call of a sweep holds (a vLLM request each, streamed through the
+#: engine: progress and a stop come between its steps). A cell's request ships nothing
 #: (the block is registered once), so the bound is the memory of the loaded slices.
-PATCH_CELLS = 256
-#: Cells in a sweep's first request; later ones hold as many as the pace fits (`Pace`).
-FIRST_CELLS = 8
+PATCH_CELLS = 1024
 
 
 #: What a sweep measures at the last position: logit(answer) - logit(foil), or the
@@ -460,21 +458,27 @@ def _cell_reads(model, site: str, pair: list[int], positions: list[int], subject
     return {"cell": index, "metric": _metric_reads(model, pair)}
 
 
-def _sweep(model, run, corrupted: list[int], part: list, slices: list) -> list:
-    """One chunk: its cells loaded in the workers, then one request a cell, each taking
-    its own (in whatever order the engine starts them). Returns each cell's metric reads,
-    in ``part``'s order."""
+def _sweep(model, run, corrupted: list[int], part: list, slices: list, heard: Callable) -> None:
+    """One engine call: ``part``'s cells loaded in the workers, then one request a cell,
+    each taking its own (in whatever order the engine starts them). ``heard(cell, reads)``
+    hears each cell's metric reads (``cell`` indexes ``part``) as steps finish them."""
     loaded = [
         (index, layer, column, value) for index, ((layer, column), value) in enumerate(zip(part, slices, strict=True))
     ]
     model.vllm_entrypoint.collective_rpc(_load_cells, args=(pickle.dumps(loaded),))
-    found = run([corrupted] * len(part))
-    rows = [None] * len(part)
-    for reads in found:
-        rows[int(reads["cell"])] = reads["metric"]
-    if any(row is None for row in rows):
-        raise RuntimeError(CELLS_LOST.format(got=sum(row is not None for row in rows), want=len(part), request=part[0]))
-    return rows
+    taken = set()
+
+    def finished(indices: list[int], found: list) -> None:
+        for at in indices:
+            cell = int(found[at]["cell"])
+            if cell in taken:
+                raise RuntimeError(CELLS_LOST.format(request=part[0]))
+            taken.add(cell)
+            heard(cell, found[at]["metric"])
+
+    run([corrupted] * len(part), finished)
+    if len(taken) != len(part):
+        raise RuntimeError(CELLS_LOST.format(request=part[0]))
 
 
 def _metric(reads, metric: str) -> float:
@@ -506,10 +510,10 @@ def patch(
     """Patch the clean run's ``site`` into the corrupted run, cell by cell: a `PatchResult`.
 
     A cell is (layer, position), or (layer, head) for ``attention_head_outputs`` (also
-    called ``"heads"``: that head at every one of ``positions``). A request holds at most
-    ``chunk`` cells, as many as fit about a second (`progress.Pace`; the first
-    `FIRST_CELLS`), so a cancel is honoured within that. ``progress`` is told of each
-    chunk's cells; its partial answer has NaN at the cells not yet patched.
+    called ``"heads"``: that head at every one of ``positions``). An engine call holds at
+    most ``chunk`` cells, a request each, streamed through the engine; ``progress`` is
+    told of the cells done every few steps (`progress.Every`: a cancel is honoured
+    there), and its partial answer has NaN at the cells not yet patched.
 
     Args:
         clean, corrupted: prompts of one token count; ``corrupted=None`` is causal tracing:
@@ -573,25 +577,28 @@ def patch(
         )
 
     progress.start(len(cells))
-    pace = Pace(first=min(chunk, FIRST_CELLS), most=chunk)
-    start = 0
+    every = Every(progress)
+    count = 0
     with model.registered(_cell_reads, (site, pair, *plan)) as run:
-        while start < len(cells):
-            part = cells[start : start + pace.next()]
+        for start in range(0, len(cells), chunk):
+            part = cells[start : start + chunk]
             slices = [_cell_slice(site, values[layer], column, plan[0]).clone() for layer, column in part]
-            began = time.perf_counter()
-            rows = _sweep(model, run, corrupted_ids, part, slices)
-            pace.took(len(part), time.perf_counter() - began)
+
+            def heard(cell: int, reads, start=start) -> None:
+                nonlocal count
+                patched[start + cell] = _metric(reads, metric)
+                count += 1
+                every.advance(count, result)
+
             requests += 1
-            patched[start : start + len(part)] = [_metric(row, metric) for row in rows]
-            start += len(part)
-            progress.advance(start, result)
+            _sweep(model, run, corrupted_ids, part, slices, heard)
+    progress.advance(count, result)
     return result()
 
 
 def patch_requests(model, prompt_tokens: int, site: str = "layer_output", chunk: int = PATCH_CELLS) -> int:
-    """The fewest engine requests a sweep takes: 1 + ceil(cells / chunk) (a slow cell's
-    sweep takes more, each request about a second). ``prompt_tokens``: the positions patched."""
+    """The engine calls a sweep takes: 1 (the clean read) + ceil(cells / chunk).
+    ``prompt_tokens``: the positions patched."""
     columns = model.num_heads if SITE_NAMES.get(site, site) in HEAD_SITES else prompt_tokens
     return 1 + math.ceil(model.num_layers * columns / chunk)
 

@@ -39,7 +39,7 @@ from .lens import LENS_QUESTION
 from .prompt import PROMPT_QUESTION
 from .question import Question
 from .values import VECTOR_QUESTION
-from .progress import NO_PROGRESS, Pace, Progress
+from .progress import NO_PROGRESS, Every, Pace, Progress
 from .tables import stacked, table
 
 #: Prompts in a batch's first request, and at most in any (vLLM schedules a request's
@@ -217,7 +217,8 @@ def run_each(
         prepare: ``prepare(model, index, prompt) -> (ids, reads_args, build_args)``: the
             single call's checks; what it raises (a `ValueError` or `TypeError`) is that
             prompt's answer, and the others go on.
-        progress: hears the prompts done after each chunk; its partial answer is the
+        progress: hears the prompts done: after each chunk of invokes, and every few
+            engine steps of a registration's stream (`Every`); its partial answer is the
             `Results` so far.
         bytes_each: ``bytes_each(model, ids)``, what one prompt's reads return, to keep a
             chunk's answer under ``max_bytes``.
@@ -267,10 +268,30 @@ def run_each(
             done += len(chunk)
             progress.advance(done, partial)
 
+    def stream(part: list, run: Callable) -> None:
+        """A group's prompts through one registration, answers built as steps finish them."""
+        nonlocal done, requests
+        every = Every(progress)
+
+        def finished(indices: list[int], found: list) -> None:
+            nonlocal done
+            for at in indices:
+                index, ids, _, build_args = part[at]
+                try:
+                    items[index] = build(model, ids, found[at], *build_args)
+                except (ValueError, TypeError) as error:
+                    items[index] = error
+            done += len(indices)
+            every.advance(done, partial)
+
+        requests += 1
+        run([ids for _, ids, _, _ in part], finished)
+
     groups, loose = _sharing(ready, question.shared)
     for args, part in groups.items():
         with model.registered(reads, args) as run:
-            answer(part, lambda chunk, run=run: run([ids for _, ids, _, _ in chunk]))
+            stream(part, run)
+        progress.advance(done, partial)
     answer(loose, lambda chunk: _batch_trace(model, [(ids, args) for _, ids, args, _ in chunk], reads))
     return partial()
 

@@ -16,6 +16,7 @@ the next chunk boundary once the job is cancelled. `NO_PROGRESS` watches nothing
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 
@@ -76,3 +77,25 @@ class Within(Progress):
 
     def advance(self, count: int, partial: Callable[[], Any] | None = None) -> None:
         self._outer.advance(self._done, self._partial)
+
+
+#: Seconds between the reports of a stream of engine steps (a registration's prompts, a
+#: sweep's cells): a step may finish a few of them, and a display needs no more than this.
+STEP_REPORT_S = 0.25
+
+
+class Every(Progress):
+    """``outer``, told at most every ``seconds`` (the first report at once): what a stream
+    of engine steps reports to. A stop is honoured at the next report that goes through."""
+
+    def __init__(self, outer: Progress, seconds: float = STEP_REPORT_S) -> None:
+        self._outer, self._seconds, self._last = outer, seconds, None
+
+    def start(self, total: int) -> None:
+        self._outer.start(total)
+
+    def advance(self, count: int, partial: Callable[[], Any] | None = None) -> None:
+        now = time.perf_counter()
+        if self._last is None or now - self._last >= self._seconds:
+            self._last = now
+            self._outer.advance(count, partial)
