@@ -54,6 +54,23 @@ def test_each_prompt_is_the_single_prompt_request_in_fewer_engine_requests(sessi
     assert mean["agrees_with_model"].iloc[-1] == 1.0  # the last layer's lens is the model
 
 
+def test_a_stream_refills_the_engine_as_prompts_finish_and_keeps_their_order(session, monkeypatch):
+    """A registration keeps at most `IN_FLIGHT` prompts in the engine and adds the next as
+    each finishes: with two at a time, every prompt still gets its own answer, in order."""
+    from nnterp_widgets.engine import standardized
+
+    monkeypatch.setattr(standardized, "IN_FLIGHT", 2)
+    prompts = PROMPTS + PROMPTS[::-1]
+    results = session.each(prompts).lens(1).result(timeout=300)
+    assert results.requests == 1 and not results.errors
+    tokenizer = session.tokenizer()
+    for text, got in zip(prompts, results, strict=True):
+        count = len(tokenizer(text)["input_ids"])
+        want = session.lens(text, count - 1, count).result(timeout=120)
+        assert got.tokens == want.tokens
+        np.testing.assert_array_equal(got.top_ids, want.top_ids)
+
+
 def test_a_prompt_the_engine_cannot_take_is_answered_in_its_slot(session, ids):
     batch = [PROMPTS[0], LONG, PROMPTS[1]]
     results = session.each(batch).lens(2).result(timeout=300)
