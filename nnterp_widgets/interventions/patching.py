@@ -420,12 +420,12 @@ def _read_clean(model, clean: list[int], corrupted: list[int], site: str, pair: 
 
 #: The cells waiting in this process (an engine's worker) for a sweep's requests: one
 #: request's registered copy takes one as it starts (`_take_cell`). A sweep loads each
-#: chunk's cells before its requests run (`_load_cells`, in every worker).
+#: engine call's cells before its requests run (`_load_cells`, in every worker).
 _CELLS: deque = deque()
 
 
 CELLS_LOST = (
-    "the engine answered {got} of a sweep's {want} cells (request {request}): a cell was taken twice or not at all"
+    "a sweep's engine call from layer {layer}, column {column} on came back with a cell taken twice or not at all"
 )
 
 
@@ -472,13 +472,13 @@ def _sweep(model, run, corrupted: list[int], part: list, slices: list, heard: Ca
         for at in indices:
             cell = int(found[at]["cell"])
             if cell in taken:
-                raise RuntimeError(CELLS_LOST.format(request=part[0]))
+                raise RuntimeError(CELLS_LOST.format(layer=part[0][0], column=part[0][1]))
             taken.add(cell)
             heard(cell, found[at]["metric"])
 
     run([corrupted] * len(part), finished)
     if len(taken) != len(part):
-        raise RuntimeError(CELLS_LOST.format(request=part[0]))
+        raise RuntimeError(CELLS_LOST.format(layer=part[0][0], column=part[0][1]))
 
 
 def _metric(reads, metric: str) -> float:
