@@ -1,10 +1,10 @@
-"""Engine requests and wall time of an activation-patching sweep: batched invokes vs one
-request per cell.
+"""Engine calls and wall time of an activation-patching sweep: many cells an engine call
+vs one.
 
-The sweep (`Session.patch`) reads the clean values in one request, then patches
-``PATCH_CELLS`` cells per request, one invoke each; the baseline is the same sweep with
-one cell per request (``chunk=1``), which is how a per-cell tool asks. Both maps are
-checked equal; ratios are within this run.
+The sweep (`Session.patch`) reads the clean values in one request, then streams up to
+``PATCH_CELLS`` cells an engine call, a plain vLLM request each under one registered
+block; the baseline is the same sweep with one cell an engine call (``chunk=1``), which
+is how a per-cell tool asks. Both maps are checked equal; ratios are within this run.
 """
 
 from __future__ import annotations
