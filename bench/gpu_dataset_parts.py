@@ -19,8 +19,7 @@ more and more of what the prompt question reads, each through ``engine.registere
   layer's pooled pattern), as ``session.each(prompts).prompt(window=1)`` asks them;
 - ``lens_one_copy``: the lens at the last position of every layer (the reads of ``streams``
   and one vocabulary projection), its top-k ids and probabilities in one copy to the host;
-- ``each_prompt`` (the whole call, in its chunks) and ``each_prompt_one_call`` (the same work
-  with every prompt in one engine call: the chunks' own cost is the difference).
+- ``each_prompt``: the whole call (its prompts streamed through one registration).
 
 The differences say what a read a layer, a vocabulary projection, a copy to the host and the
 pattern cost a prompt. Prints each as it lands and writes ``OUT/dataset_parts.json``.
@@ -94,29 +93,6 @@ def timed_registration(session, prompt_ids: list, reads, args: tuple, repeat: in
     return median_ms(once, repeat)[0] / 1e3
 
 
-def one_call(session, prompts: list[str]) -> float:
-    """Seconds for ``each(prompts).prompt(window=1)``'s work with every prompt in one engine
-    call (no chunks: no progress, no stop between them): what the chunks' drains cost."""
-    from nnterp_widgets.requests import PROMPT_QUESTION, batches, prompt_plan, run_each
-
-    def run(engine):
-        first = batches.FIRST_PROMPTS
-        batches.FIRST_PROMPTS = len(prompts)
-        try:
-
-            def prepare(model, index, prompt):
-                return prompt_plan(model, prompt, window=1)
-
-            return run_each(engine, prompts, PROMPT_QUESTION, prepare, most=len(prompts))
-        finally:
-            batches.FIRST_PROMPTS = first
-
-    started = time.perf_counter()
-    found = session.request(run, key="one-call").result(900)
-    assert found.requests == 1, found.requests
-    return time.perf_counter() - started
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
@@ -186,8 +162,6 @@ def main(argv: list[str] | None = None) -> None:
             started = time.perf_counter()
             session.each(prompts).prompt(window=1).result(900)
             record("each_prompt", time.perf_counter() - started)
-        if not args.only or "each_prompt_one_call" in args.only.split(","):
-            record("each_prompt_one_call", one_call(session, prompts))
     finally:
         session.close()
     print(json.dumps(found, indent=1), flush=True)

@@ -186,7 +186,7 @@ def test_inplace_edit_and_assignment_match_transformers(engine, values):
     assert not torch.allclose(zeroed, values["logits"])
 
 
-def test_an_edit_in_place_through_the_reader_lands_in_its_own_request_only(engine, values):
+def test_an_edit_in_place_through_the_reader_lands_in_its_own_request_only(engine, reference):
     # edit_in_place writes over the request's span of the step's tensors (no splice of
     # the whole slab): through the reader, which binds no write-back, it still reaches
     # the run, as transformers says; the other invoke of the same step is untouched.
@@ -203,7 +203,7 @@ def test_an_edit_in_place_through_the_reader_lands_in_its_own_request_only(engin
             other = reader.logits.save()
     torch.testing.assert_close(after, expected[("layer_output", 0)], **TOL)
     torch.testing.assert_close(edited, expected["logits"], **TOL)
-    torch.testing.assert_close(other, values["logits"], **TOL)
+    torch.testing.assert_close(other, reference["logits"], **TOL)
 
 
 def test_logits_assignment_changes_the_sample(engine, values):

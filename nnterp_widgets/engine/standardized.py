@@ -556,7 +556,7 @@ class StandardizedVLLM(VLLM):
         engine = self.vllm_entrypoint.llm_engine
 
         def run(prompts: list[list[int]], done: Callable[[list[int], list], Any] | None = None) -> list[dict]:
-            tag = f"{READER_ID}-{next(_STREAMS)}"
+            tag = f"{STREAM_ID}-{next(_STREAMS)}"
             answers: list = [None] * len(prompts)
             waiting: dict[str, int] = {}
             added = 0
@@ -613,9 +613,11 @@ class StandardizedVLLM(VLLM):
         raise NotImplementedError(NOT_MEASURED.format(name="rank"))
 
 
-#: The id prefix under which the engine's workers keep a reader's envoys (and of a
-#: registration's requests).
+#: The id prefix under which the engine's workers keep a reader's envoys.
 READER_ID = "nnterp-reader"
+
+#: The id prefix of a registration's requests (`StandardizedVLLM.registered`).
+STREAM_ID = "nnterp-stream"
 
 #: Prompts a registration's run keeps in the engine at once: enough that the engine's
 #: scheduler always has a step's worth waiting, few enough that a stop aborts them quickly.
