@@ -19,7 +19,11 @@ more and more of what the prompt question reads, each through ``engine.registere
   layer's pooled pattern), as ``session.each(prompts).prompt(window=1)`` asks them;
 - ``lens_one_copy``: the lens at the last position of every layer (the reads of ``streams``
   and one vocabulary projection), its top-k ids and probabilities in one copy to the host;
-- ``each_prompt``: the whole call (its prompts streamed through one registration).
+- ``each_prompt``: the whole call (its prompts streamed through one registration);
+- ``step_streams`` and ``step_lens``: ``streams`` and ``lens_one_copy`` read once a step
+  instead of once a request (`step_reads`: a hook a layer gathers every request's last row;
+  each request's block makes two hand-offs and takes its share), with how far their values
+  are from the per-request parts'.
 
 The differences say what a read a layer, a vocabulary projection, a copy to the host and the
 pattern cost a prompt. Prints each as it lands and writes ``OUT/dataset_parts.json``.
@@ -36,6 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import step_reads  # noqa: E402
 from common import vllm_prefill  # noqa: E402
 from gpu_prompt import bench_checkpoint, dataset_prompts, median_ms  # noqa: E402
 
@@ -78,19 +83,39 @@ def lens_one_copy_reads(model, k: int) -> dict:
     return {"lens": torch.cat([top.values, top.indices.float()], -1).cpu().numpy()}
 
 
-def timed_registration(session, prompt_ids: list, reads, args: tuple, repeat: int) -> float:
-    """Seconds for one registration of ``reads(model, *args)`` over every prompt."""
+def timed_registration(session, prompt_ids: list, reads, args: tuple, repeat: int, per_step: bool = False):
+    """Seconds for one registration of ``reads(model, *args)`` over every prompt, and the
+    last run's answers (``per_step``: `step_reads`' hooks installed around it)."""
+    answers: list = []
 
     def once():
         def run(engine):
-            with engine.registered(reads, args) as ask:
-                found = ask(prompt_ids)
+            rpc = engine.vllm_entrypoint.collective_rpc
+            if per_step:
+                rpc(step_reads.install)
+            try:
+                with engine.registered(reads, args) as ask:
+                    found = ask(prompt_ids)
+            finally:
+                if per_step:
+                    rpc(step_reads.uninstall)
             assert len(found) == len(prompt_ids)
             return found
 
-        return session.request(run, key="parts").result(900)
+        answers[:] = session.request(run, key="parts").result(900)
 
-    return median_ms(once, repeat)[0] / 1e3
+    return median_ms(once, repeat)[0] / 1e3, answers
+
+
+def largest_gap(answers: list, reference: list, key: str, columns: int | None = None) -> float:
+    """The largest absolute difference between two parts' arrays under ``key`` (their
+    first ``columns`` columns: a lens's probabilities), over every prompt."""
+    import numpy as np
+
+    def part(found):
+        return np.asarray(found[key], float)[..., :columns]
+
+    return max(float(np.abs(part(a) - part(b)).max()) for a, b in zip(answers, reference, strict=True))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -149,12 +174,23 @@ def main(argv: list[str] | None = None) -> None:
             ("lens", lens_reads, (-1, None, LENS_K, ())),
             ("prompt", prompt_reads, prompt_args),
             ("lens_one_copy", lens_one_copy_reads, (LENS_K,)),
+            ("step_streams", step_reads.step_streams_reads, ()),
+            ("step_lens", step_reads.step_lens_reads, (LENS_K,)),
         )
+        kept: dict = {}
+        against = {"step_streams": ("streams", "streams", None), "step_lens": ("lens_one_copy", "lens", LENS_K)}
         for name, reads, reads_args in parts:
             if args.only and name not in args.only.split(","):
                 continue
             try:
-                record(name, timed_registration(session, prompt_ids, reads, reads_args, args.repeat))
+                seconds, kept[name] = timed_registration(
+                    session, prompt_ids, reads, reads_args, args.repeat, per_step=name.startswith("step_")
+                )
+                record(name, seconds)
+                reference, key, columns = against.get(name, (None, None, None))
+                if reference in kept:
+                    found[name + "_largest_gap"] = largest_gap(kept[name], kept[reference], key, columns)
+                    print(f"[parts] {name}: largest gap to {reference}: {found[name + '_largest_gap']:.3g}", flush=True)
             except Exception as error:  # noqa: BLE001 - one part's failure is a result
                 found[name + "_error"] = repr(error)[:400]
                 print(f"[parts] {name} failed: {error!r}", flush=True)

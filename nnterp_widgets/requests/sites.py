@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..engine import edit_in_place
 from .tables import table
 
 
@@ -118,14 +120,21 @@ def ablate_heads(model, heads, layer: int | None = None) -> None:
     Call inside an invoke, with ``heads`` checked by `check_heads`, before the trace
     reads anything at or after the first ablated layer's head outputs; or per layer
     (``layer=i``) just before reading layer ``i``'s head outputs.
+
+    In place (`edit_in_place`): a step of many requests that each ablate (a dataset's
+    prompts) then writes each request's own rows, not a new copy of the step's slab each.
     """
     by_layer: dict[int, list[int]] = {}
     for index, head in heads:
         by_layer.setdefault(int(index), []).append(int(head))
     for index in sorted(by_layer):
         if layer is None or index == layer:
-            outputs = model.layers[index].self_attn.attention_head_outputs
-            outputs[:, :, by_layer[index]] = 0
+            chosen = by_layer[index]
+
+            def zero(outputs, chosen=chosen):
+                outputs[:, :, chosen] = 0
+
+            edit_in_place(model.layers[index].self_attn, "attention_head_outputs", zero)
 
 
 @dataclass(frozen=True)
