@@ -511,12 +511,22 @@ def main(argv: list[str] | None = None) -> int:
             foil = session.prompt(corrupted).result(REQUEST_TIMEOUT_S).lens.model_top_ids[0]
             if foil == answer:
                 foil = int(answer) + 1  # random weights may answer both alike: any other token
-            start = time.perf_counter()
-            sweep = session.patch(clean, corrupted, int(answer), int(foil)).result(600)
-            took = time.perf_counter() - start
-            layers, columns = sweep.patched.shape
-            meta["patch"] = {"cells": f"{layers} x {columns}", "requests": sweep.requests, "seconds": round(took, 2)}
-            print(f"[bench] patch {layers} x {columns}: {took:.2f} s in {sweep.requests} requests", flush=True)
+            samples = []
+            for _ in range(2 if args.repeat > 1 else 1):  # the first sweep of an engine, then a warm one
+                start = time.perf_counter()
+                sweep = session.patch(clean, corrupted, int(answer), int(foil)).result(600)
+                samples.append(time.perf_counter() - start)
+                layers, columns = sweep.patched.shape
+                print(
+                    f"[bench] patch {layers} x {columns}: {samples[-1]:.2f} s in {sweep.requests} requests", flush=True
+                )
+            took = samples[-1]
+            meta["patch"] = {
+                "cells": f"{layers} x {columns}",
+                "requests": sweep.requests,
+                "seconds": round(took, 2),
+                "samples_s": [round(sample, 2) for sample in samples],
+            }
             from common import vllm_prefill
 
             cells = sweep.patched.size
