@@ -16,3 +16,7 @@ done
 for info in "$SITE"/{pytest,pluggy,iniconfig,packaging,pygments}-*.dist-info; do cp -r "$info" .gpu/pytest/; done
 find .gpu/pytest -name __pycache__ -prune -exec rm -rf {} +
 du -sh .gpu/pytest
+# .gpu/pyt2: the same without pygments (pytest imports it only to colour tracebacks), small
+# enough to ride with the kit's w3 (bench/gpu_sweep_check.sh).
+rm -rf .gpu/pyt2 && cp -r .gpu/pytest .gpu/pyt2 && rm -rf .gpu/pyt2/pygments .gpu/pyt2/pygments-*.dist-info
+du -sh .gpu/pyt2
