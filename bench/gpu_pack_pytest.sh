@@ -16,7 +16,9 @@ done
 for info in "$SITE"/{pytest,pluggy,iniconfig,packaging,pygments}-*.dist-info; do cp -r "$info" .gpu/pytest/; done
 find .gpu/pytest -name __pycache__ -prune -exec rm -rf {} +
 du -sh .gpu/pytest
-# .gpu/pyt2: the same without pygments (pytest imports it only to colour tracebacks), small
+# .gpu/pyt2: the same with only the pygments lexers pytest imports (python, diff), small
 # enough to ride with the kit's w3 (bench/gpu_sweep_check.sh).
-rm -rf .gpu/pyt2 && cp -r .gpu/pytest .gpu/pyt2 && rm -rf .gpu/pyt2/pygments .gpu/pyt2/pygments-*.dist-info
+rm -rf .gpu/pyt2 && cp -r .gpu/pytest .gpu/pyt2
+find .gpu/pyt2/pygments/lexers -mindepth 1 -maxdepth 1 ! -name __init__.py ! -name _mapping.py ! -name python.py \
+  ! -name diff.py -exec rm -rf {} +
 du -sh .gpu/pyt2
