@@ -4,8 +4,8 @@
 #   1. the 8B shape's 32 x 64 patching sweep and vLLM's prefill of its cells (target 4),
 #   2. the CUDA tests of the sweep, edit_in_place, ablation and the engine's processes (target 7),
 #   3. the dataset's reads per request against reads per step (target 3's lever).
-# carry [".gpu/w3", ".gpu/pyt2"] (.gpu/pyt2: pytest without pygments, small enough to ride
-# with w3); from the repo root: BUDGET_S=540 bash bench/gpu_sweep_check.sh
+# carry [".gpu/w3", ".gpu/pyt2"] (.gpu/pyt2, bench/gpu_pack_pytest.sh: pytest with only the two pygments
+# lexers it imports, small enough to ride with w3); from the repo root: BUDGET_S=540 bash bench/gpu_sweep_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
