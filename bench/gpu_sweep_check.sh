@@ -6,6 +6,7 @@
 #   3. the dataset's reads per request against reads per step (target 3's lever).
 # carry [".gpu/w3", ".gpu/pyt2"] (.gpu/pyt2, bench/gpu_pack_pytest.sh: pytest with only the two pygments
 # lexers it imports, small enough to ride with w3); from the repo root: BUDGET_S=540 bash bench/gpu_sweep_check.sh
+# (TOKENS=16 REPEAT=1: the least before the sweep, which is then timed once, cold)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -18,8 +19,8 @@ export PYTHONPATH="$PYTHONPATH:$PWD/bench:$PWD/.gpu/pyt2"
 echo "installed at ${SECONDS}s"
 
 limit=$(left); [ "$limit" -gt 220 ] && limit=220
-timeout -k 5 "$limit" python3 bench/gpu_prompt.py --out "$OUT/8b" --checkpoint llama3.1_8b --tokens 512 \
-  --repeat 2 --patch 64 > "$OUT/8b.log" 2>&1
+timeout -k 5 "$limit" python3 bench/gpu_prompt.py --out "$OUT/8b" --checkpoint llama3.1_8b --tokens "${TOKENS:-512}" \
+  --repeat "${REPEAT:-2}" --patch 64 > "$OUT/8b.log" 2>&1
 echo "sweep: exit $? at ${SECONDS}s"
 mkdir -p "$OUT/logs"; cp ~/.cache/nnterp_widgets/logs/*.log "$OUT/logs/" 2>/dev/null
 
