@@ -23,7 +23,7 @@ from nnsight.intervention.interleaver import Mediator
 
 from ...errors import Unavailable
 from .. import module_of
-from .layer import StandardEnvoy, contribution_site, tensor_out, tensor_out_back
+from .layer import StandardEnvoy, bound_forward, contribution_site, tensor_out, tensor_out_back
 from .values import StandardValue, matching
 
 #: Why the pattern is not served on a decode step.
@@ -60,8 +60,7 @@ def _kernel_out(attention) -> str:
 
 def _qkv(attention, raw: Any) -> inspect.BoundArguments:
     args, kwargs = raw
-    kernel = _kernel(attention)
-    return inspect.signature(type(kernel).forward).bind(kernel, *args, **kwargs)
+    return bound_forward(_kernel(attention), args, kwargs)
 
 
 def _geometry(kernel: torch.nn.Module, which: str) -> tuple[int, int]:

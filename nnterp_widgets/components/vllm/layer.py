@@ -11,6 +11,7 @@ Two conventions, which a family declares by the class it maps its blocks to:
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -45,11 +46,22 @@ class StandardEnvoy(Envoy):
         return reason
 
 
+@functools.cache
+def _forward_signature(cls: type) -> inspect.Signature:
+    # Once a class: a signature costs tens of microseconds, and a dataset's reads ask
+    # for one a read.
+    return inspect.signature(cls.forward)
+
+
+def bound_forward(module: torch.nn.Module, args: tuple, kwargs: dict) -> inspect.BoundArguments:
+    """``module``'s forward arguments by name: the class's forward, bound with the module
+    as ``self`` (the instance's forward is nnsight's wrapper)."""
+    return _forward_signature(type(module)).bind(module, *args, **kwargs)
+
+
 def _bind(module: torch.nn.Module, raw: Any) -> inspect.BoundArguments:
-    # The class's forward, bound with the module as ``self``: the instance's forward
-    # is nnsight's wrapper, whose signature reads through to the unbound function.
     args, kwargs = raw
-    return inspect.signature(type(module).forward).bind(module, *args, **kwargs)
+    return bound_forward(module, args, kwargs)
 
 
 def _unbind(bound: inspect.BoundArguments) -> Any:
