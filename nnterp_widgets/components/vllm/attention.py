@@ -16,6 +16,7 @@ rank runs the same intervention, so every rank reaches the same collectives.
 from __future__ import annotations
 
 import inspect
+import weakref
 from typing import Any
 
 import torch
@@ -79,9 +80,22 @@ def _sharding(attention) -> tuple[int, int, int]:
     size. When there are fewer kv heads than workers vLLM gives each worker one kv
     head, replicated ``kv_replicas`` times across consecutive ranks.
     """
+    module = module_of(attention)
+    found = _SHARDINGS.get(module)
+    if found is None:
+        found = _SHARDINGS[module] = _sharding_of(module)
+    return found
+
+
+#: A block's `_sharding`, fixed when the engine is built: found once, not once a read (a
+#: walk of the block's modules, which a dataset's pattern reads twice a prompt).
+_SHARDINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _sharding_of(module: torch.nn.Module) -> tuple[int, int, int]:
     from vllm.model_executor.layers.linear import ColumnParallelLinear, QKVParallelLinear
 
-    projections = [m for m in module_of(attention).modules() if isinstance(m, ColumnParallelLinear)]
+    projections = [m for m in module.modules() if isinstance(m, ColumnParallelLinear)]
     if not projections:
         return 0, 1, 1
     fused = next((m for m in projections if isinstance(m, QKVParallelLinear)), None)
