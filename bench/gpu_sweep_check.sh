@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call after the kit's calls 1-2 (docs/gpu.md, "Run 15"): the kit's install, then
+# One device call after the kit's calls 1-2 (docs/gpu.md, "twenty-third session"): the kit's install, then
 # in order of what issue 39 still lacks, each under what is left of BUDGET_S seconds:
 #   1. the 8B shape's 32 x 64 patching sweep and vLLM's prefill of its cells (target 4),
 #   2. the CUDA tests of the sweep, edit_in_place, ablation and the engine's processes (target 7),

@@ -23,14 +23,10 @@ import torch
 _STATE: dict = {"hooks": [], "step": {}}
 
 
-def _runner(worker):
-    return worker.model_runner
-
-
 def install(worker) -> int:
     """(``collective_rpc``) A gathering hook on each decoder layer of this worker's model."""
     uninstall(worker)
-    runner = _runner(worker)
+    runner = worker.model_runner
     model = runner.get_model()
     layers = model.model.layers
     interleaver = runner.nnsight_model.interleaver
@@ -73,12 +69,17 @@ def _row(first: torch.Tensor) -> int:
     return _STATE["step"]["where"][(first.data_ptr() - base) // row_bytes + first.shape[0] - 1]
 
 
-def streams(first: torch.Tensor) -> torch.Tensor:
-    """The request's ``[layers, hidden]`` last-position streams, from the step's gather."""
+def _stacked() -> torch.Tensor:
+    """The step's gathered rows, ``[requests, layers, hidden]``, stacked once a step."""
     step = _STATE["step"]
     if "stacked" not in step:
         step["stacked"] = torch.stack(step["streams"], 1)
-    return step["stacked"][_row(first)]
+    return step["stacked"]
+
+
+def streams(first: torch.Tensor) -> torch.Tensor:
+    """The request's ``[layers, hidden]`` last-position streams, from the step's gather."""
+    return _stacked()[_row(first)]
 
 
 def lens(first: torch.Tensor, k: int) -> torch.Tensor:
@@ -86,9 +87,8 @@ def lens(first: torch.Tensor, k: int) -> torch.Tensor:
     step's rows projected in one product."""
     step = _STATE["step"]
     if "lens" not in step:
-        stacked = torch.stack(step["streams"], 1)
         weight, eps = _STATE["norm"]
-        x = stacked.float()
+        x = _stacked().float()
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight.float()
         probs = (x.to(_STATE["head"].dtype) @ _STATE["head"].T).float().softmax(-1)
         top = probs.topk(k)

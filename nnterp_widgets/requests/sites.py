@@ -121,8 +121,8 @@ def ablate_heads(model, heads, layer: int | None = None) -> None:
     reads anything at or after the first ablated layer's head outputs; or per layer
     (``layer=i``) just before reading layer ``i``'s head outputs.
 
-    In place (`edit_in_place`): a step of many requests that each ablate (a dataset's
-    prompts) then writes each request's own rows, not a new copy of the step's slab each.
+    In place (`edit_in_place`): the request's own rows are zeroed where the run holds
+    them, where nnsight's write-back would splice a new copy of the step's whole slab.
     """
     by_layer: dict[int, list[int]] = {}
     for index, head in heads:
