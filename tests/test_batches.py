@@ -146,6 +146,21 @@ def test_each_generation_and_steering_are_the_single_calls(session):
     assert set(steered.to_pandas()["run"]) == {"steered", "plain"}
 
 
+def test_a_batch_of_generations_ships_the_module_tree_at_most_once_not_once_a_prompt(session, monkeypatch):
+    """An invoke ships every object its code names; naming the tracer (``tracer.iter``)
+    would ship the model's whole tree with each prompt's invoke (`engine.steps`)."""
+    from nnsight.intervention.envoy import Envoy
+
+    tree = session.request(lambda model: len(list(model.modules()))).result(60)
+    shipped = []
+    pickle = Envoy.__getstate__
+    monkeypatch.setattr(Envoy, "__getstate__", lambda envoy: shipped.append(envoy.path) or pickle(envoy))
+    results = session.each(PROMPTS[:4]).generate(1).result(timeout=300)  # one chunk: one trace
+    monkeypatch.undo()
+    assert not results.errors and all(len(got.generated.ids) == 1 for got in results)
+    assert len(shipped) < tree, f"{len(shipped)} envoys shipped for 4 prompts; the tree has {tree}"
+
+
 @pytest.mark.parametrize(
     "prompts, error, message",
     [

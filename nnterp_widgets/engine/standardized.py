@@ -505,7 +505,8 @@ class StandardizedVLLM(VLLM):
         binds a write-back that splices the batch's whole slab back in, edited or not. The
         reader's tree holds only the envoys that serve standard values and the lens's
         modules, and its values bind no write-back: an in-place edit of what it serves
-        does not reach the run (write through the model). Built once an engine, and sent
+        does not reach the run (write with `values.edit_in_place`, which works here, or
+        through the model). Built once an engine, and sent
         once to the engine's workers, which keep it: an invoke then names it by id
         (`_keep_in_workers`) instead of shipping it.
 

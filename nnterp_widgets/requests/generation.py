@@ -9,7 +9,7 @@
                                    # probability and rank when ``target=`` was given)
     modes = session.follow("The Eiffel Tower is in", " Paris").result()  # the prompt's
 
-A generation runs in chunks, each one trace over some steps (nnsight's ``tracer.iter``):
+A generation runs in chunks, each one trace over some steps (`engine.steps`, nnsight's ``tracer.iter``):
 the first chunk's step 0 is the prefill, whose lens is read at the last prompt position;
 each later step writes one token. A later chunk starts from the token ids written so far
 (its first step re-reads the sequence, as a prefill), so a job reports its progress and
@@ -35,6 +35,7 @@ import torch
 
 import time
 
+from ..engine import edit_in_place, steps
 from .common import LENS_K, RequestRefused, Tokens, check_prompt, one_token, texts_of, token_text, tokens_of
 from .lens import LensGrid
 from .progress import NO_PROGRESS, Pace, Progress, Within
@@ -398,15 +399,17 @@ def step_reads(model, step: int, k: int, target_id: int | None, added: tuple | N
     The lens is one matrix product: every layer's last stream, stacked, projected at once.
     ``added`` (`add_to_stream`): a vector added to one layer's output stream before the
     lens reads it (an invoke touches values in execution order, so the edit happens
-    inside the walk over the layers); ``fresh``: the step runs the whole sequence."""
+    inside the walk over the layers), in place in the step's tensors (`edit_in_place`),
+    so ``model`` may be the engine's `reader`; ``fresh``: the step runs the whole sequence."""
     found = {}
     if step == 0:
         found["input_ids"] = model.input_ids[0].cpu()
     streams = []
     for index, layer in enumerate(model.layers):
-        stream = layer.layer_output
         if added is not None and index == added[0]:
-            add_to_stream(stream, added, fresh)
+            stream = edit_in_place(layer, "layer_output", lambda value: add_to_stream(value, added, fresh))
+        else:
+            stream = layer.layer_output
         streams.append(stream[0, -1:])
     found["lens"] = lens_stats(model.project_on_vocab(torch.cat(streams)), k, target_id)
     found["model"] = lens_stats(model.logits.reshape(-1), k, None)
@@ -447,24 +450,23 @@ def run_chunks(
             chunk_settings["min_tokens"] = min(chunk, max(0, least - written))
         plan = [(index, ids[index], sequences[index][1]) for index in range(len(sequences)) if live[index]]
         started = time.perf_counter()
+        reader = model.reader()
         with model.trace(**chunk_settings) as tracer:
             out = dict().save()
             for index, sequence, added in plan:
                 with tracer.invoke(sequence):
-                    steps = list()
-                    for at in tracer.iter[:chunk]:
-                        steps.append(step_reads(model, written + at, k, target_id, added, at == 0))
-                    out[index] = steps
+                    read = list()
+                    for at in steps(chunk):
+                        read.append(step_reads(reader, written + at, k, target_id, added, at == 0))
+                    out[index] = read
         for index, _, _ in plan:
-            steps = out.get(index, [])
-            found[index].extend(steps)
-            ids[index].extend(int(s["token"][0]) for s in steps)
-            ended = not settings.get("ignore_eos") and model.tokenizer.eos_token_id in [
-                int(s["token"][0]) for s in steps
-            ]
-            if len(steps) < chunk or ended:
+            got = out.get(index, [])
+            found[index].extend(got)
+            ids[index].extend(int(s["token"][0]) for s in got)
+            ended = not settings.get("ignore_eos") and model.tokenizer.eos_token_id in [int(s["token"][0]) for s in got]
+            if len(got) < chunk or ended:
                 live[index] = False
-        written = max(len(steps) for steps in found)  # the live sequences move together
+        written = max(len(got) for got in found)  # the live sequences move together
         pace.took(chunk, time.perf_counter() - started)
         progress.advance(written, (lambda: partial(found)) if partial is not None and found[0] else None)
     return found

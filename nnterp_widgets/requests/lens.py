@@ -190,9 +190,8 @@ def run_lens(
 ) -> LensGrid:
     """The lens over positions ``start .. stop - 1`` of ``prompt``: one trace."""
     ids, reads, build = lens_plan(model, prompt, start, stop, ablate=ablate, k=k, max_bytes=max_bytes)
-    reading = model if reads[3] else model.reader()  # ablated heads are written through the model
     with model.trace(ids, temperature=0.0, max_tokens=1):
-        out = lens_reads(reading, *reads).save()
+        out = lens_reads(model.reader(), *reads).save()  # ablated heads are zeroed in place
     return lens_result(model, ids, out, *build)
 
 

@@ -195,12 +195,12 @@ def run_prompt(model, prompt: Any, **options: Any) -> PromptResult:
     """
     ids, reads_args, build_args = prompt_plan(model, prompt, **options)
     heads = reads_args[5]
-    reading = model if heads else model.reader()  # ablated heads are written through the model
+    reader = model.reader()  # ablated heads are zeroed in place, which the reader can do
     with model.trace(temperature=0.0, max_tokens=1) as tracer:
         out = dict().save()
         with tracer.invoke(ids):  # the prompt (tokenised once, here), with the heads ablated if any
-            out["found"] = prompt_reads(reading, *reads_args)
+            out["found"] = prompt_reads(reader, *reads_args)
         if heads:
             with tracer.invoke(ids):  # the clean run: one more invoke, not one more request
-                out["clean"] = model.next_token_probs[0].float().cpu()
+                out["clean"] = reader.next_token_probs[0].float().cpu()
     return prompt_result(model, ids, out["found"], *build_args, clean=out.get("clean"))

@@ -175,9 +175,10 @@ class StandardValue(eproperty):
             return self._private(obj, Mediator.value(self._location(obj)))
         return super().__get__(obj, owner)
 
-    def edit_in_place(self, obj: Any, edit: Callable[[torch.Tensor], Any]) -> None:
+    def edit_in_place(self, obj: Any, edit: Callable[[torch.Tensor], Any]) -> torch.Tensor:
         """``edit(value)`` changes this value (a private copy) in place; the change lands
-        in the run's own tensors in place, where the request's span of them lies.
+        in the run's own tensors in place, where the request's span of them lies. Returns
+        the edited copy (what a later read of the value would see).
 
         An assignment or a write-back hands nnsight a new value, which it splices into a
         new copy of the step's whole slab: each of a step's requests that writes then
@@ -194,6 +195,7 @@ class StandardValue(eproperty):
         edit(value)
         with torch.inference_mode():
             _copy_over(raw, self._write(obj, raw, value))
+        return value
 
     def __set__(self, obj: Any, value: Any) -> None:
         self._check(obj)
@@ -240,9 +242,9 @@ def _copy_over(raw: Any, new: Any) -> None:
             _copy_over(old, new[key])
 
 
-def edit_in_place(envoy: Any, name: str, edit: Callable[[torch.Tensor], Any]) -> None:
-    """`StandardValue.edit_in_place` of the value ``name`` of ``envoy``."""
-    getattr(type(envoy), name).edit_in_place(envoy, edit)
+def edit_in_place(envoy: Any, name: str, edit: Callable[[torch.Tensor], Any]) -> torch.Tensor:
+    """`StandardValue.edit_in_place` of the value ``name`` of ``envoy``: the edited copy."""
+    return getattr(type(envoy), name).edit_in_place(envoy, edit)
 
 
 def unavailable(name: str, reason: str) -> property:
