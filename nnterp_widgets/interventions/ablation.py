@@ -15,11 +15,12 @@ def ablation(model, text: str, heads, k: int = 5) -> AblationDelta:
     """One request, two invokes (clean, ablated): the ablated run against the clean one."""
     ids = check_prompt(model, text)
     chosen = check_heads(model, heads)
+    reader = model.reader()  # the heads are zeroed in place, which the reader can do
     with model.trace(**ONE_GREEDY_STEP) as tracer:
         out = dict().save()
         with tracer.invoke(ids):
-            out["clean"] = model.next_token_probs[0]
+            out["clean"] = reader.next_token_probs[0]
         with tracer.invoke(ids):
-            ablate_heads(model, chosen)
-            out["ablated"] = model.next_token_probs[0]
+            ablate_heads(reader, chosen)
+            out["ablated"] = reader.next_token_probs[0]
     return ablation_delta(out["clean"].float().cpu(), out["ablated"].float().cpu(), chosen, k)

@@ -403,18 +403,19 @@ def _read_clean(model, clean: list[int], corrupted: list[int], site: str, pair: 
     """Request 1: the clean run's value at ``site`` in every layer; both end points.
     ``noised = (subject, unit noise, scale)`` for causal tracing, else None."""
     layers = model.num_layers
+    reader = model.reader()  # reads only, and the noise is added in place
     with model.trace(**ONE_GREEDY_STEP) as tracer:
         first = dict().save()
         with tracer.invoke(clean):
             values = []
             for layer in range(layers):
-                values.append(_site_value(model, site, layer))
+                values.append(_site_value(reader, site, layer))
             first["values"] = values
-            first["clean"] = _metric_reads(model, pair)
+            first["clean"] = _metric_reads(reader, pair)
         with tracer.invoke(corrupted):
             if noised is not None:
-                first["noise"] = _first_noise(model, *noised)
-            first["corrupted"] = _metric_reads(model, pair)
+                first["noise"] = _first_noise(reader, *noised)
+            first["corrupted"] = _metric_reads(reader, pair)
     return first
 
 
@@ -635,15 +636,16 @@ def compare(model, first: str, second: str, answer, foil, k: int = LENS_K) -> Pa
         model, first, second, answer, foil
     )
     pair = [answer_id, foil_id]
+    reader = model.reader()
     with model.trace(**ONE_GREEDY_STEP) as tracer:
         out = dict().save()
         with tracer.invoke(first_ids):
             mine = {"probs": [], "ids": [], "diff": []}
-            _lens_reads(model, pair, k, mine)
+            _lens_reads(reader, pair, k, mine)
             out["first"] = mine
         with tracer.invoke(second_ids):
             theirs = {"probs": [], "ids": [], "diff": []}
-            _lens_reads(model, pair, k, theirs)
+            _lens_reads(reader, pair, k, theirs)
             out["second"] = theirs
     a, b = out["first"], out["second"]
     return PairLens(

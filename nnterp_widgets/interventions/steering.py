@@ -287,12 +287,13 @@ def steering_vector(model, positive: Any, negative: Any, layer: int, at: str = "
     sides = {"positive": side_prompts(model, positive), "negative": side_prompts(model, negative)}
     layer = check_layer(model, layer)
     last = at == "last"
+    reader = model.reader()  # an invoke a prompt: each names a reference, not the tree
     with model.trace(temperature=0.0, max_tokens=1) as tracer:
         out = dict().save()
         for name, prompts in sides.items():
             for index, ids in enumerate(prompts):
                 with tracer.invoke(ids):
-                    stream = model.layers[layer].layer_output[0].float()
+                    stream = reader.layers[layer].layer_output[0].float()
                     out[(name, index)] = (stream[-1] if last else stream.mean(0)).cpu()
     means = {
         name: torch.stack([out[(name, index)] for index in range(len(prompts))]).mean(0)
