@@ -10,7 +10,12 @@ Floors, all on the session's own engine and the same prompt, greedy, exactly N t
   stacked, through the final norm and the unembedding, top-1): the floor the target is
   held to (within 1.3x); steering's floor is two of them.
 
-    python bench/generation.py [--tokens 32,128] [--repeat 3]
+    python bench/generation.py [--tokens 32,128] [--repeat 3] [--each 32]
+
+``--each N``: N prompts at once instead (``session.each(prompts).generate`` and ``.steer``
+of half of them, 16 tokens), against vLLM's own ``generate`` of the same prompts and the
+raw trace of them with the lens a step (one trace, an invoke a prompt; the steps selected
+with `engine.steps`, as the session does, so that no invoke ships the module tree).
 """
 
 from __future__ import annotations
@@ -39,24 +44,70 @@ def raw_trace(tokens: int, lens: bool):
     return run
 
 
-def vllm_generate(tokens: int):
+def vllm_generate(tokens: int, prompts: list[str] | None = None):
     def run(model):
         from vllm import SamplingParams
 
         params = SamplingParams(max_tokens=tokens, min_tokens=tokens, temperature=0.0)
-        return model.vllm_entrypoint.generate([PROMPT], params, use_tqdm=False)
+        return model.vllm_entrypoint.generate(prompts or [PROMPT], params, use_tqdm=False)
 
     return run
+
+
+def raw_each(prompts: list[str], tokens: int):
+    def run(model):
+        from nnterp_widgets.engine import steps
+
+        with model.trace(max_tokens=tokens, min_tokens=tokens, temperature=0.0) as tracer:
+            written = list().save()
+            for prompt in prompts:
+                with tracer.invoke(prompt):
+                    for _ in steps(tokens):
+                        streams = torch.cat([layer.layer_output[0, -1:] for layer in model.layers])
+                        written.append(model.project_on_vocab(streams).argmax(-1).cpu())
+                        written.append(model.samples.reshape(-1).cpu())
+        return written
+
+    return run
+
+
+def batch_rows(session, count: int, repeat: int) -> list[tuple[str, str]]:
+    """``each(prompts).generate`` and ``.steer`` against their floors, 16 tokens."""
+    from gpu_prompt import dataset_prompts
+
+    tokens, prompts = 16, dataset_prompts(count)
+    outer = median_seconds(lambda: session.request(vllm_generate(tokens, prompts)).result(), repeat, warmup=1)
+    floor = median_seconds(lambda: session.request(raw_each(prompts, tokens)).result(), repeat, warmup=1)
+    ours = median_seconds(lambda: session.each(prompts).generate(tokens, min_tokens=tokens).result(), repeat, warmup=1)
+    half = prompts[: count // 2]
+    vector = session.steering_vector("I love it", "I hate it", 8).result()
+    steer = median_seconds(
+        lambda: session.each(half).steer(vector, 8, 2.0, tokens, min_tokens=tokens).result(), repeat, warmup=1
+    )
+    name = f"{count} prompts x {tokens} tokens"
+    return [
+        (f"{name}: vLLM's own generate", f"{outer:.2f} s"),
+        (f"{name}: raw trace + one lens product a step", f"{floor:.2f} s"),
+        (f"{name}: each(prompts).generate", f"{ours:.2f} s"),
+        (f"{name}: generate / floor", f"{ours / floor:.2f}"),
+        (f"{count // 2} prompts: each(prompts).steer (two runs a prompt)", f"{steer:.2f} s"),
+        (f"{count // 2} prompts: steer / floor (the same runs)", f"{steer / floor:.2f}"),
+    ]
 
 
 def main(argv: list[str] | tuple = ()) -> str:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", default="32,128")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--each", type=int, default=0, help="prompts at once (0: one prompt at a time)")
     args = parser.parse_args(list(argv))
     from nnterp_widgets.session import Session
 
     session = Session.open(progress=False, max_model_len=1024).wait()
+    if args.each:
+        rows = batch_rows(session, args.each, args.repeat)
+        session.close()
+        return report("Generation over many prompts against its floors (trained model, CPU engine)", rows)
     rows = []
     for tokens in [int(n) for n in args.tokens.split(",")]:
         outer = median_seconds(lambda: session.request(vllm_generate(tokens)).result(), args.repeat, warmup=1)
