@@ -442,6 +442,7 @@ def run_chunks(
     live = [True] * len(sequences)
     progress.start(max_tokens)
     pace, written = Pace(first=FIRST_CHUNK, most=max_tokens), 0
+    reader = model.reader()
     least = int(settings.get("min_tokens", 0) or 0)
     while written < max_tokens and any(live):
         chunk = min(pace.next(), max_tokens - written)
@@ -450,7 +451,6 @@ def run_chunks(
             chunk_settings["min_tokens"] = min(chunk, max(0, least - written))
         plan = [(index, ids[index], sequences[index][1]) for index in range(len(sequences)) if live[index]]
         started = time.perf_counter()
-        reader = model.reader()
         with model.trace(**chunk_settings) as tracer:
             out = dict().save()
             for index, sequence, added in plan:
@@ -461,9 +461,10 @@ def run_chunks(
                     out[index] = read
         for index, _, _ in plan:
             got = out.get(index, [])
+            tokens = [int(s["token"][0]) for s in got]
             found[index].extend(got)
-            ids[index].extend(int(s["token"][0]) for s in got)
-            ended = not settings.get("ignore_eos") and model.tokenizer.eos_token_id in [int(s["token"][0]) for s in got]
+            ids[index].extend(tokens)
+            ended = not settings.get("ignore_eos") and model.tokenizer.eos_token_id in tokens
             if len(got) < chunk or ended:
                 live[index] = False
         written = max(len(got) for got in found)  # the live sequences move together
