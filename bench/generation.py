@@ -10,7 +10,7 @@ Floors, all on the session's own engine and the same prompt, greedy, exactly N t
   stacked, through the final norm and the unembedding, top-1): the floor the target is
   held to (within 1.3x); steering's floor is two of them.
 
-    python bench/generation.py [--tokens 32,128] [--repeat 3] [--each 32]
+    python bench/generation.py [--tokens 32,128] [--repeat 3] [--each 32] [--checkpoint llama3.1_8b]
 
 ``--each N``: N prompts at once instead (``session.each(prompts).generate`` and ``.steer``
 of half of them, 16 tokens), against vLLM's own ``generate`` of the same prompts and the
@@ -100,14 +100,22 @@ def main(argv: list[str] | tuple = ()) -> str:
     parser.add_argument("--tokens", default="32,128")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--each", type=int, default=0, help="prompts at once (0: one prompt at a time)")
+    parser.add_argument("--checkpoint", default="", help="gpu_prompt's bench checkpoint (llama3.1_8b; default: trained)")
     args = parser.parse_args(list(argv))
     from nnterp_widgets.session import Session
 
-    session = Session.open(progress=False, max_model_len=1024).wait()
+    if args.checkpoint:
+        from gpu_prompt import bench_checkpoint
+
+        path = bench_checkpoint(args.checkpoint)
+        session = Session.open(path, progress=False, max_model_len=1024, gpu_memory_utilization=0.5).wait()
+    else:
+        session = Session.open(progress=False, max_model_len=1024).wait()
+    shown = args.checkpoint or "trained model"
     if args.each:
         rows = batch_rows(session, args.each, args.repeat)
         session.close()
-        return report("Generation over many prompts against its floors (trained model, CPU engine)", rows)
+        return report(f"Generation over many prompts against its floors ({shown}, {session.device} engine)", rows)
     rows = []
     for tokens in [int(n) for n in args.tokens.split(",")]:
         outer = median_seconds(lambda: session.request(vllm_generate(tokens)).result(), args.repeat, warmup=1)
@@ -130,7 +138,7 @@ def main(argv: list[str] | tuple = ()) -> str:
             (f"{tokens} tokens: steer / two floors (target <= 1.3)", f"{steer / (2 * floor):.2f}"),
         ]
     session.close()
-    return report("Generation against its floors (trained model, CPU engine)", rows)
+    return report(f"Generation against its floors ({shown}, {session.device} engine)", rows)
 
 
 if __name__ == "__main__":
