@@ -100,7 +100,9 @@ def main(argv: list[str] | tuple = ()) -> str:
     parser.add_argument("--tokens", default="32,128")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--each", type=int, default=0, help="prompts at once (0: one prompt at a time)")
-    parser.add_argument("--checkpoint", default="", help="gpu_prompt's bench checkpoint (llama3.1_8b; default: trained)")
+    parser.add_argument(
+        "--checkpoint", default="", help="gpu_prompt's bench checkpoint (llama3.1_8b; default: trained)"
+    )
     args = parser.parse_args(list(argv))
     from nnterp_widgets.session import Session
 

@@ -431,16 +431,16 @@ CELLS_LOST = (
 
 
 def _load_cells(worker, payload: bytes) -> int:
-    """In each of the engine's workers (vLLM's ``collective_rpc``): the next chunk's
-    ``(index, layer, column, clean slice)``, pickled (vLLM's own encoding of the call's
-    arguments would turn the tensors into lists), each slice on the worker's device."""
-    cells = pickle.loads(payload)  # noqa: S301 - the kernel's own bytes, this session's
+    """In each of the engine's workers (vLLM's ``collective_rpc``): the next chunk's cells,
+    ``(layer, column)`` each and their clean slices stacked in one tensor, pickled (vLLM's
+    own encoding of the call's arguments would turn the tensors into lists); the slices
+    cross to the worker's device in one copy, and each cell takes its row of it."""
+    places, stacked = pickle.loads(payload)  # noqa: S301 - the kernel's own bytes, this session's
     device = getattr(worker, "device", None)
+    if device is not None:
+        stacked = stacked.to(device)
     _CELLS.clear()
-    _CELLS.extend(
-        (index, layer, column, value.to(device) if device is not None else value)
-        for index, layer, column, value in cells
-    )
+    _CELLS.extend((index, layer, column, stacked[index]) for index, (layer, column) in enumerate(places))
     return len(_CELLS)
 
 
@@ -459,14 +459,12 @@ def _cell_reads(model, site: str, pair: list[int], positions: list[int], subject
     return {"cell": index, "metric": _metric_reads(model, pair)}
 
 
-def _sweep(model, run, corrupted: list[int], part: list, slices: list, heard: Callable) -> None:
+def _sweep(model, run, corrupted: list[int], part: list, slices: torch.Tensor, heard: Callable) -> None:
     """One engine call: ``part``'s cells loaded in the workers, then one request a cell,
     each taking its own (in whatever order the engine starts them). ``heard(cell, reads)``
-    hears each cell's metric reads (``cell`` indexes ``part``) as steps finish them."""
-    loaded = [
-        (index, layer, column, value) for index, ((layer, column), value) in enumerate(zip(part, slices, strict=True))
-    ]
-    model.vllm_entrypoint.collective_rpc(_load_cells, args=(pickle.dumps(loaded),))
+    hears each cell's metric reads (``cell`` indexes ``part``) as steps finish them.
+    ``slices``: the cells' clean slices, stacked in ``part``'s order."""
+    model.vllm_entrypoint.collective_rpc(_load_cells, args=(pickle.dumps((list(part), slices)),))
     taken = set()
 
     def finished(indices: list[int], found: list) -> None:
@@ -583,7 +581,7 @@ def patch(
     with model.registered(_cell_reads, (site, pair, *plan)) as run:
         for start in range(0, len(cells), chunk):
             part = cells[start : start + chunk]
-            slices = [_cell_slice(site, values[layer], column, plan[0]).clone() for layer, column in part]
+            slices = torch.stack([_cell_slice(site, values[layer], column, plan[0]) for layer, column in part])
 
             def heard(cell: int, reads, start=start) -> None:
                 nonlocal count
