@@ -18,6 +18,7 @@ BENCHES = [
     "attention_bytes",
     "rss_widgets",
     "patch_requests",
+    "cell_crossing",
     "scale",
     "trained",
     "causal",
