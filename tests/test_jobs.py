@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from nnterp_widgets.requests.progress import NO_PROGRESS, Stopped
+from nnterp_widgets.requests.progress import CHUNK_S, MOST_FIXED_SHARE, MOST_GROWTH, NO_PROGRESS, Pace, Stopped
 from nnterp_widgets.session import Job, Superseded, resolved
 from nnterp_widgets.session.worker import EngineWorker
 
@@ -200,3 +200,43 @@ def test_a_one_trace_request_cancelled_while_it_runs_ends_cancelled(worker):
     release.set()
     assert worker.submit(None, lambda engine, progress: "next").result(10) == "next"
     assert job.cancelled()
+
+
+def _paced(pace: Pace, total: int, seconds_of) -> list[tuple[int, float]]:
+    """Chunks of ``total`` items sized by ``pace``, each taking ``seconds_of(size)``."""
+    chunks = []
+    while total > 0:
+        size = min(pace.next(), total)
+        chunks.append((size, seconds_of(size)))
+        pace.took(*chunks[-1])
+        total -= size
+    return chunks
+
+
+def test_a_pace_of_items_alone_fills_a_chunk_and_holds_it():
+    chunks = _paced(Pace(first=2, most=1000), 200, lambda size: 0.05 * size)
+    assert [size for size, _ in chunks[1:5]] == [20] * 4
+    assert all(seconds <= CHUNK_S + 1e-9 for _, seconds in chunks)
+
+
+def test_a_chunk_with_a_fixed_start_grows_past_one_item_and_keeps_the_start_to_half():
+    """A batch's generation on the CPU: each chunk re-reads its sequences (2.1 s) before
+    its steps (0.15 s each); sized by items alone every chunk would be one step, all
+    re-reading."""
+    fixed, each = 2.1, 0.15
+    chunks = _paced(Pace(first=2, most=64), 64, lambda size: fixed + each * size)
+    sizes = [size for size, _ in chunks]
+    assert sizes[:2] == [2, 1]  # the first chunk, then a pace of items alone (2.4 s for 2)
+    assert max(sizes) > 1 and len(chunks) < 64 / 4
+    assert all(later <= MOST_GROWTH * earlier for earlier, later in zip(sizes, sizes[1:], strict=False))
+    for _, seconds in chunks:  # no chunk longer than its start's share asks
+        assert seconds <= fixed / MOST_FIXED_SHARE + each
+    for size, _ in chunks[3:-1]:  # once fitted, the steps take about as long as the start
+        assert size * each >= fixed - each - 1e-9
+
+
+def test_a_fit_that_makes_no_sense_is_a_pace_of_items():
+    pace = Pace(first=2, most=1000)
+    pace.took(2, 0.5)
+    pace.took(20, 0.4)  # more items in less time: no per-item part to fit
+    assert pace.next() == int(CHUNK_S / (0.4 / 20))

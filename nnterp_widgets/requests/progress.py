@@ -44,9 +44,30 @@ NO_PROGRESS = Progress()
 CHUNK_S = 1.0
 
 
+#: The most of a chunk's time its fixed part may take where that part alone passes the
+#: chunk's seconds (a batch's generation re-reads all its sequences at each chunk's start):
+#: the chunk then runs twice its fixed part, so that re-reading takes at most half the work
+#: and a stop waits about that long.
+MOST_FIXED_SHARE = 0.5
+
+#: How many times the smaller of two chunks' sizes the larger must be for a fit of the two:
+#: closer sizes leave the per-item part to the timings' noise.
+FIT_SPREAD = 2
+
+#: How many times the chunk before a size fitted from two chunks may be: a fit of two noisy
+#: timings is not trusted to jump further in one go.
+MOST_GROWTH = 4
+
+
 class Pace:
     """Chunk sizes that keep a chunk near `CHUNK_S` seconds: ``first`` items, then as many
-    as the pace of the chunk before fits, at most ``most`` (vLLM's per-request bound).
+    as the pace of the chunks before fits, at most ``most`` (vLLM's per-request bound).
+
+    A chunk's time is a fixed part (its start; a generation's chunk re-reads its sequences
+    as a prefill) and a part per item, fitted from the last chunk and the latest one
+    `FIT_SPREAD` times smaller or larger; with none such, or a fit that makes no sense (a
+    part below zero), the time is all per item. Where the fixed part passes
+    ``seconds * MOST_FIXED_SHARE``, a chunk takes ``fixed / MOST_FIXED_SHARE`` instead.
 
         pace = Pace(first=2, most=64)
         size = pace.next()           # 2
@@ -58,13 +79,28 @@ class Pace:
         self._size = max(1, min(first, most))
         self._most = most
         self._seconds = seconds
+        self._seen: list[tuple[int, float]] = []
 
     def next(self) -> int:
         return self._size
 
     def took(self, items: int, seconds: float) -> None:
-        each = max(seconds, 1e-4) / max(1, items)
-        self._size = max(1, min(self._most, int(self._seconds / each)))
+        items, seconds = max(1, items), max(seconds, 1e-4)
+        other = next(
+            (seen for seen in reversed(self._seen) if max(seen[0], items) >= FIT_SPREAD * min(seen[0], items)), None
+        )
+        self._seen.append((items, seconds))
+        fixed, each = 0.0, seconds / items
+        if other is not None:
+            slope = (seconds - other[1]) / (items - other[0])
+            start = seconds - slope * items
+            if slope > 0 and 0 <= start < seconds:
+                fixed, each = start, slope
+        budget = max(self._seconds, fixed / MOST_FIXED_SHARE)
+        size = int((budget - fixed) / each)
+        if fixed:
+            size = min(size, MOST_GROWTH * items)
+        self._size = max(1, min(self._most, size))
 
 
 class Within(Progress):
