@@ -14,8 +14,9 @@ the first chunk's step 0 is the prefill, whose lens is read at the last prompt p
 each later step writes one token. A later chunk starts from the token ids written so far
 (its first step re-reads the sequence, as a prefill), so a job reports its progress and
 partial answer between chunks and a cancel stops there; chunks are sized to about
-`progress.CHUNK_S` seconds from the pace of the one before (`progress.Pace`) (the first is `FIRST_CHUNK` steps, so
-the first tokens show at once). Greedy generation is the same in chunks or in one trace;
+`progress.CHUNK_S` seconds from the pace of the ones before (`progress.Pace`, the re-read as
+a chunk's fixed start: where it alone passes half of that, a chunk runs twice it); the
+first is `FIRST_CHUNK` steps, so the first tokens show at once. Greedy generation is the same in chunks or in one trace;
 a sampled one (``temperature > 0``) draws each chunk afresh. The lens of a step is one
 matrix product: every layer's last stream, stacked, through the final norm and the
 unembedding. Everything is reduced in the worker (top-k, entropy, a target's probability

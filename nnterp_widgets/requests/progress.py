@@ -40,7 +40,8 @@ NO_PROGRESS = Progress()
 
 
 #: Seconds a chunk aims at: a cancel waits at most about this long (the issue's bound is
-#: 2 s on the CPU engine), while each chunk's own overhead stays small beside it.
+#: 2 s on the CPU engine), while each chunk's own overhead stays small beside it; where a
+#: chunk's fixed start alone passes half of it, twice that start (`MOST_FIXED_SHARE`).
 CHUNK_S = 1.0
 
 
