@@ -1,10 +1,12 @@
-"""Shared helpers for the benchmarks: a tiny engine, timing, RSS."""
+"""Shared helpers for the benchmarks: a tiny engine, timing, RSS, checkpoints and prompts."""
 
 from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Callable
 
 ENGINE_KWARGS = dict(dtype="float32", gpu_memory_utilization=0.3)
@@ -59,3 +61,30 @@ def vllm_prefill(prompts: list[str]) -> Callable:
         return engine.vllm_entrypoint.generate(prompts, SamplingParams(max_tokens=1, temperature=0.0), use_tqdm=False)
 
     return run
+
+
+def bench_checkpoint(name: str = "qwen2_0.5b") -> str:
+    """The checkpoint's path: ``qwen2_0.5b`` (the project's bench checkpoint, float32),
+    ``llama3.1_8b`` (Llama-3.1-8B's shape, bfloat16, built on the GPU: bench/gpu_build.py)
+    or ``trained`` (the trained model, `checkpoints.trained`)."""
+    if name == "trained":
+        from nnterp_widgets.checkpoints import trained
+
+        return str(trained())
+    if name == "llama3.1_8b":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from gpu_build import build
+
+        return str(build(name, os.environ.get("BENCH_ROOT", "/tmp/bench-checkpoints")))
+    from nnterp_widgets.checkpoints import bench_checkpoint as build
+
+    return str(build(name))
+
+
+def dataset_prompts(count: int) -> list[str]:
+    """``count`` distinct prompts of about 32 tokens."""
+    words = "the capital of every country in the world has a name that people learn at school".split()
+    return [
+        f"Note {i}: " + " ".join(words[(i + j) % len(words)] for j in range(24)) + " and the answer is"
+        for i in range(count)
+    ]

@@ -73,7 +73,7 @@ def raw_each(prompts: list[str], tokens: int):
 
 def batch_rows(session, count: int, repeat: int) -> list[tuple[str, str]]:
     """``each(prompts).generate`` and ``.steer`` against their floors, 16 tokens."""
-    from gpu_prompt import dataset_prompts
+    from common import dataset_prompts
 
     tokens, prompts = 16, dataset_prompts(count)
     outer = median_seconds(lambda: session.request(vllm_generate(tokens, prompts)).result(), repeat, warmup=1)
@@ -107,7 +107,7 @@ def main(argv: list[str] | tuple = ()) -> str:
     from nnterp_widgets.session import Session
 
     if args.checkpoint:
-        from gpu_prompt import bench_checkpoint
+        from common import bench_checkpoint
 
         path = bench_checkpoint(args.checkpoint)
         session = Session.open(path, progress=False, max_model_len=1024, gpu_memory_utilization=0.5).wait()

@@ -42,7 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import step_reads  # noqa: E402
 from common import vllm_prefill  # noqa: E402
-from gpu_prompt import bench_checkpoint, dataset_prompts, median_ms  # noqa: E402
+from common import bench_checkpoint, dataset_prompts  # noqa: E402
+from gpu_prompt import median_ms  # noqa: E402
 
 
 def top5_reads(model) -> dict:

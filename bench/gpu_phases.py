@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gpu_prompt import bench_checkpoint, prompt_of  # noqa: E402
+from common import bench_checkpoint  # noqa: E402
+from gpu_prompt import prompt_of  # noqa: E402
 
 
 def median_ms(fn, repeat: int) -> float:

@@ -26,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gpu_prompt import bench_checkpoint, pair_of, prompt_of  # noqa: E402
+from common import bench_checkpoint  # noqa: E402
+from gpu_prompt import pair_of, prompt_of  # noqa: E402
 
 
 def device() -> str:
@@ -189,7 +190,7 @@ def main() -> None:
 def dataset_profile(session, count: int) -> list[str]:
     """One batch request of ``count`` prompts of about 32 tokens, timed and profiled,
     against vLLM's own prefill of the same prompts."""
-    from gpu_prompt import dataset_prompts
+    from common import dataset_prompts
 
     from nnterp_widgets import requests
 

@@ -26,28 +26,12 @@ from pathlib import Path
 
 import numpy as np
 
+from common import bench_checkpoint, dataset_prompts
+
 TARGET_MS_512 = 100
 #: Seconds one request may take before it counts as failed (a dead engine never answers).
 REQUEST_TIMEOUT_S = 60
 TARGET_RATIO_4096 = 3.0
-
-
-def bench_checkpoint(name: str = "qwen2_0.5b") -> str:
-    """The checkpoint's path: ``qwen2_0.5b`` (the project's bench checkpoint, float32),
-    ``llama3.1_8b`` (Llama-3.1-8B's shape, bfloat16, built on the GPU: bench/gpu_build.py)
-    or ``trained`` (the trained model, `checkpoints.trained`)."""
-    if name == "trained":
-        from nnterp_widgets.checkpoints import trained
-
-        return str(trained())
-    if name == "llama3.1_8b":
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from gpu_build import build
-
-        return str(build(name, os.environ.get("BENCH_ROOT", "/tmp/bench-checkpoints")))
-    from nnterp_widgets.checkpoints import bench_checkpoint as build
-
-    return str(build(name))
 
 
 def pair_of(tokenizer, tokens: int) -> tuple[str, str]:
@@ -275,15 +259,6 @@ def generation_floors(session, counts: list[int]) -> dict:
         found[tokens] = row
         print(f"[bench] generation {tokens} tokens: {row}", flush=True)
     return found
-
-
-def dataset_prompts(count: int) -> list[str]:
-    """``count`` distinct prompts of about 32 tokens."""
-    words = "the capital of every country in the world has a name that people learn at school".split()
-    return [
-        f"Note {i}: " + " ".join(words[(i + j) % len(words)] for j in range(24)) + " and the answer is"
-        for i in range(count)
-    ]
 
 
 def registered_floor(prompts: list[str]):
