@@ -101,7 +101,7 @@ def main(argv: list[str] | tuple = ()) -> str:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--each", type=int, default=0, help="prompts at once (0: one prompt at a time)")
     parser.add_argument(
-        "--checkpoint", default="", help="gpu_prompt's bench checkpoint (llama3.1_8b; default: trained)"
+        "--checkpoint", default="", help="common.bench_checkpoint's name (llama3.1_8b; default: the trained model)"
     )
     args = parser.parse_args(list(argv))
     from nnterp_widgets.session import Session
@@ -119,6 +119,7 @@ def main(argv: list[str] | tuple = ()) -> str:
         session.close()
         return report(f"Generation over many prompts against its floors ({shown}, {session.device} engine)", rows)
     rows = []
+    vector = session.steering_vector("I love it", "I hate it", 8).result()
     for tokens in [int(n) for n in args.tokens.split(",")]:
         outer = median_seconds(lambda: session.request(vllm_generate(tokens)).result(), args.repeat, warmup=1)
         raw = median_seconds(lambda: session.request(raw_trace(tokens, lens=False)).result(), args.repeat, warmup=1)
@@ -126,7 +127,6 @@ def main(argv: list[str] | tuple = ()) -> str:
         ours = median_seconds(
             lambda: session.generate(PROMPT, tokens, min_tokens=tokens).result(), args.repeat, warmup=1
         )
-        vector = session.steering_vector("I love it", "I hate it", 8).result()
         steer = median_seconds(
             lambda: session.steer(PROMPT, vector, 8, 2.0, tokens, min_tokens=tokens).result(), args.repeat, warmup=1
         )

@@ -464,7 +464,7 @@ def _sweep(model, run, corrupted: list[int], part: list, slices: torch.Tensor, h
     each taking its own (in whatever order the engine starts them). ``heard(cell, reads)``
     hears each cell's metric reads (``cell`` indexes ``part``) as steps finish them.
     ``slices``: the cells' clean slices, stacked in ``part``'s order."""
-    model.vllm_entrypoint.collective_rpc(_load_cells, args=(pickle.dumps((list(part), slices)),))
+    model.vllm_entrypoint.collective_rpc(_load_cells, args=(pickle.dumps((part, slices)),))
     taken = set()
 
     def finished(indices: list[int], found: list) -> None:

@@ -45,10 +45,10 @@ NO_PROGRESS = Progress()
 CHUNK_S = 1.0
 
 
-#: The most of a chunk's time its fixed part may take where that part alone passes the
-#: chunk's seconds (a batch's generation re-reads all its sequences at each chunk's start):
-#: the chunk then runs twice its fixed part, so that re-reading takes at most half the work
-#: and a stop waits about that long.
+#: The most of a chunk's time its fixed start may take (a batch's generation re-reads all
+#: its sequences at each chunk's start): where the start alone passes this share of the
+#: chunk's seconds, the chunk runs ``start / MOST_FIXED_SHARE`` (twice the start), so that
+#: re-reading takes at most half the work and a stop waits about that long.
 MOST_FIXED_SHARE = 0.5
 
 #: How many times the smaller of two chunks' sizes the larger must be for a fit of the two:
