@@ -19,6 +19,7 @@ BENCHES = [
     "rss_widgets",
     "patch_requests",
     "cell_crossing",
+    "request_params",
     "scale",
     "trained",
     "causal",

@@ -289,6 +289,35 @@ def test_prompts_that_share_their_reads_go_through_one_registration(session, mon
         np.testing.assert_array_equal(got.top_ids, want.top_ids)
 
 
+def test_a_registrations_requests_each_carry_their_own_settings(session, monkeypatch):
+    """vLLM deep-copies the sampling settings of every request it adds unless they are marked
+    as that request's own (``skip_clone``): a registration gives each request its own copy
+    and marks it, so that nothing of one request's settings is shared with another's."""
+    from vllm import SamplingParams
+
+    from nnterp_widgets.engine.standardized import STREAM_ID
+    from nnterp_widgets.requests import batches
+
+    engine = session.request(lambda model: model.vllm_entrypoint.llm_engine).result(timeout=60)
+    added = []
+    original = engine.add_request
+
+    def spy(request_id, prompt, params, *args, **kwargs):
+        added.append((request_id, params))
+        return original(request_id, prompt, params, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "add_request", spy)
+    prompts = [*PROMPTS, *(text + " and" for text in PROMPTS)]
+    assert len(prompts) >= batches.REGISTER_AT
+    results = session.each(prompts).lens(3).result(timeout=300)
+    assert not results.errors and len(results) == len(prompts)
+    streamed = [params for request_id, params in added if request_id.startswith(STREAM_ID)]
+    assert len(streamed) == len(prompts) and len({id(params) for params in streamed}) == len(prompts)
+    assert all(params.max_tokens == 1 and params.temperature == 0.0 for params in streamed)
+    if hasattr(SamplingParams(), "skip_clone"):
+        assert all(params.skip_clone for params in streamed)
+
+
 def test_the_dataset_view_lists_the_batch_and_opens_a_row_in_the_explorer(session, tmp_path):
     pytest.importorskip("ipywidgets")  # the rest of this module needs no widget packages (a GPU image may lack them)
     import plotly.io as pio
