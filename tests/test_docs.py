@@ -1,6 +1,7 @@
 """The docs say what the code does: ARCHITECTURE.md's rooms are the package's folders, in
 the order the import test enforces; DEVELOP.md's Python examples run; no doc names a
-folder of one machine."""
+folder of one machine; every file of the package that a doc, a docstring or a comment names
+exists."""
 
 from __future__ import annotations
 
@@ -62,3 +63,28 @@ def test_develop_has_python_examples():
 def test_no_doc_names_a_folder_of_one_machine(doc):
     found = [line for line in doc.read_text(encoding="utf-8").splitlines() if MACHINE_PATHS.search(line)]
     assert found == []
+
+
+#: A file of the package named by its path from the package's root (``figures/tokens.py``,
+#: ``nnterp_widgets/js/module_tree/format.js``), not inside another package's path
+#: (``vllm/engine/core.py``).
+PACKAGE_FILE = re.compile(
+    r"(?<![\w/.])(?:nnterp_widgets/)?((?:%s)/[\w/]+\.(?:py|js|css))"
+    % "|".join(sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")))
+)
+#: What names package files: the docs, the package's own sources and the tests.
+NAMING = [
+    *DOCS,
+    *(p for p in sorted(PACKAGE.rglob("*")) if p.suffix in {".py", ".js", ".css"}),
+    *sorted((REPO / "tests").glob("*.py")),
+]
+
+
+def test_every_package_file_named_exists():
+    missing = {
+        f"{path.relative_to(REPO)}: {match.group(1)}"
+        for path in NAMING
+        for match in PACKAGE_FILE.finditer(path.read_text(encoding="utf-8"))
+        if not (PACKAGE / match.group(1)).exists()
+    }
+    assert sorted(missing) == []

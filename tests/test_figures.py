@@ -1,4 +1,4 @@
-"""The pictures (widgets/figures.py) and the two views (AttentionView, LogitLens).
+"""The pictures (`figures/`) and the two views (AttentionView, LogitLens).
 
 No engine here: the ``PromptResult`` s and panels are built by hand with numpy. These
 tests check the picture — that each figure shows exactly the panel's numbers, keeps
@@ -6,7 +6,7 @@ repeated tokens apart, never lets token text become markup, stays small — and 
 views' state (layer / head / selection, messages, clicks). That the panels' numbers are
 the model's is tested against the engine elsewhere.
 
-The views' widgets carry their heatmaps in column form (figures.py, COLUMNS) so that the
+The views' widgets carry their heatmaps in column form (`figures.transport`) so that the
 numbers go to the browser as binary buffers; tests check the buffers of the initial state
 and of the edit messages, and the bytes at 1024 tokens.
 

@@ -6,7 +6,7 @@ cannot be read.
     shaded.strongest(5)        # [(position, shown text, value)], largest |value| first
     shaded.alpha(3)            # how strongly token 3 is shaded, 0..1
 
-Data only: `widgets.ShadedTextView` draws it in the browser (``js/shaded_text.js``). A
+Data only: `widgets.shaded_text.ShadedTextView` draws it in the browser (``js/shaded_text.js``). A
 value's sign picks the colour (`NEGATIVE` / `POSITIVE`, the effect heatmaps' ends); its
 size against ``half`` the strength; NaN (not known yet) is left plain.
 """

@@ -77,7 +77,7 @@ def _cells(value, rows: int, cols: int):
 
 
 def _column_heatmap(trace: go.Heatmap) -> go.Heatmap | None:
-    """``trace`` in column form (see COLUMNS), or None where it has to stay as it is."""
+    """``trace`` in column form (the module docstring), or None where it has to stay as it is."""
     if trace.z is None or trace.transpose:
         return None
     if any(trace[name] is not None for name in ("x0", "dx", "y0", "dy")):
@@ -107,7 +107,7 @@ def _column_heatmap(trace: go.Heatmap) -> go.Heatmap | None:
 
 
 def for_widget(fig: go.Figure) -> go.Figure:
-    """``fig`` as a ``FigureWidget`` should carry it: every heatmap in column form (COLUMNS).
+    """``fig`` as a ``FigureWidget`` should carry it: every heatmap in column form.
 
     The picture, hover and cell labels are the same; the numbers (``z``, ``x``, ``y``) are
     1-D numpy arrays, which the widget sends as binary buffers. Other traces, and a

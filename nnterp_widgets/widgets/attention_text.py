@@ -9,7 +9,7 @@ text views do); a click selects it, and the selection is shaded while nothing is
 
 The shading happens in the browser (``js/attention_tokens.js``), so a hover costs no
 request. Each query's row is shaded on the head's own scale with the first token set
-apart (`figures.head_scale`, computed here per query and shipped with the weights), so a
+apart (`figures.attention.head_scale`, computed here per query and shipped with the weights), so a
 head that parks its weight on the first token still shows where the rest goes; each
 token's weight is its tooltip, and keys after the query (which it cannot see) are dimmed.
 A prompt of up to the pattern side ships every exact row with its pattern. Past it (the

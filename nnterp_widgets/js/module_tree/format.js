@@ -32,7 +32,7 @@ export function fmtFull(x) {
 }
 
 /**
- * Token text for display, the one rule of nnterp_widgets/widgets/tokens.py (`show_token`;
+ * Token text for display, the one rule of nnterp_widgets/figures/tokens.py (`show_token`;
  * tests/token_cases.json holds the cases both must pass): "" is "\u2205"; space, newline,
  * carriage return and tab become visible marks; every other control, format or separator
  * character becomes `\u{XXXX}`. The result is text, put in the DOM with textContent only.
