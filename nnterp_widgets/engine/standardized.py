@@ -631,9 +631,10 @@ _STREAMS = itertools.count()
 def stream_params(sampling_params: type) -> Any:
     """The sampling settings of a registration's requests (one greedy token), marked as
     each request's own where vLLM knows the mark (``skip_clone``, from vLLM 0.14): vLLM
-    otherwise deep-copies the settings of every request it adds, about 20 us a request on
-    this CPU (`bench/request_params.py`; some 0.04 s of a 2,048-cell sweep). Each request
-    gets its own shallow copy (``copy.copy``), so the mark is true."""
+    otherwise deep-copies the settings of every request it adds, about 20 us a request
+    (`bench/request_params.py`; some 0.04 s of a 2,048-cell sweep). Each request gets its
+    own shallow copy (``copy.copy``): its fields are its own, and the stop-id set they
+    share is one that vLLM only fills with the same model's ids."""
     try:
         return sampling_params(max_tokens=1, temperature=0.0, skip_clone=True)
     except TypeError:
