@@ -1,10 +1,12 @@
 """The docs say what the code does: ARCHITECTURE.md's rooms are the package's folders, in
 the order the import test enforces; DEVELOP.md's Python examples run; no doc names a
 folder of one machine; every file of the package that a doc, a docstring or a comment names
-exists."""
+exists, as does every name of it that one names in backticks (``figures.attention.head_scale``)."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
 from pathlib import Path
 
@@ -88,3 +90,43 @@ def test_every_package_file_named_exists():
         if not (PACKAGE / match.group(1)).exists()
     }
     assert sorted(missing) == []
+
+
+#: A name of the package in backticks, from a room on (``requests.attention.GPU_ROWS_BYTES``;
+#: ``session.patterns``, a session's own, which the session module's `Session` holds).
+PACKAGE_NAME = re.compile(
+    r"(?<![\w.])`{1,2}((?:%s)(?:\.[A-Za-z_]\w*)+)`{1,2}"
+    % "|".join(sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")))
+)
+
+
+def _resolves(name: str) -> bool:
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module("nnterp_widgets." + ".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for part in parts[cut:]:
+            if not hasattr(found, part):
+                return parts[0] == "session" and len(parts) == 2 and _a_sessions(parts[1])
+            found = getattr(found, part)
+        return True
+    return False
+
+
+def _a_sessions(attribute: str) -> bool:
+    from nnterp_widgets.session import Session
+
+    return hasattr(Session, attribute) or f"self.{attribute} =" in inspect.getsource(Session.__init__)
+
+
+def test_every_package_name_named_exists():
+    pytest.importorskip("anywidget")  # the widgets' modules are among the names
+    named = [
+        (path, match.group(1))
+        for path in [*DOCS[:3], *(p for p in NAMING if PACKAGE in p.parents)]
+        for match in PACKAGE_NAME.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert named
+    assert [f"{path.relative_to(REPO)}: {name}" for path, name in named if not _resolves(name)] == []
