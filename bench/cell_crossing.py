@@ -12,23 +12,13 @@ cells of a stream row, Llama-3.1-8B's width in bfloat16; best of 5.
 from __future__ import annotations
 
 import pickle
-import time
 from types import SimpleNamespace
 
 import torch
 
-from common import report
+from common import best_seconds, report
 
 WIDTH = 4096
-
-
-def best_of(run, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> str:
@@ -47,7 +37,7 @@ def main() -> str:
         _CELLS.clear()
         _CELLS.extend(cells)
 
-    base, ours = best_of(one_a_cell), best_of(stacked)
+    base, ours = best_seconds(one_a_cell), best_seconds(stacked)
     _CELLS.clear()
     return report(
         f"A sweep's cells crossing to the workers ({CELLS} cells of {WIDTH} bfloat16, CPU)",

@@ -12,18 +12,8 @@ for one engine call of a patching sweep (``PATCH_CELLS`` requests); best of 5.
 from __future__ import annotations
 
 import copy
-import time
 
-from common import report
-
-
-def best_of(run, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from common import best_seconds, report
 
 
 def main() -> str:
@@ -33,7 +23,7 @@ def main() -> str:
     from nnterp_widgets.interventions.patching import PATCH_CELLS as REQUESTS
 
     shared = SamplingParams(max_tokens=1, temperature=0.0)
-    ours = stream_params(SamplingParams)
+    ours = stream_params()
 
     def baseline():
         for _ in range(REQUESTS):
@@ -43,7 +33,7 @@ def main() -> str:
         for _ in range(REQUESTS):
             copy.copy(ours).clone()
 
-    base, mine = best_of(baseline), best_of(own_copies)
+    base, mine = best_seconds(baseline), best_seconds(own_copies)
     return report(
         f"A registration's requests' sampling settings in add_request ({REQUESTS} requests, CPU)",
         [

@@ -17,6 +17,8 @@ from test_layers import LAYERS
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "nnterp_widgets"
 DOCS = [REPO / "README.md", REPO / "ARCHITECTURE.md", REPO / "DEVELOP.md", *sorted((REPO / "docs").glob("*.md"))]
+#: The package's folders: the rooms that are not single modules.
+FOLDERS = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__"))
 #: Folders of one machine (this one's checkout, a home): a doc read elsewhere cannot use them.
 MACHINE_PATHS = re.compile(r"(/work/|/root/|/home/[a-z])")
 
@@ -30,7 +32,7 @@ def _rooms() -> list[str]:
 
 def test_the_architecture_names_every_room_and_only_rooms():
     rooms = _rooms()
-    folders = {f"{p.name}/" for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")}
+    folders = {f"{name}/" for name in FOLDERS}
     modules = {p.name for p in PACKAGE.glob("*.py") if not p.name.startswith("__")}
     assert sorted(rooms) == sorted(folders | modules)
 
@@ -70,10 +72,7 @@ def test_no_doc_names_a_folder_of_one_machine(doc):
 #: A file of the package named by its path from the package's root (``figures/tokens.py``,
 #: ``nnterp_widgets/js/module_tree/format.js``), not inside another package's path
 #: (``vllm/engine/core.py``).
-PACKAGE_FILE = re.compile(
-    r"(?<![\w/.])(?:nnterp_widgets/)?((?:%s)/[\w/]+\.(?:py|js|css))"
-    % "|".join(sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")))
-)
+PACKAGE_FILE = re.compile(r"(?<![\w/.])(?:nnterp_widgets/)?((?:%s)/[\w/]+\.(?:py|js|css))" % "|".join(FOLDERS))
 #: What names package files: the docs, the package's own sources and the tests.
 NAMING = [
     *DOCS,
@@ -94,10 +93,7 @@ def test_every_package_file_named_exists():
 
 #: A name of the package in backticks, from a room on (``requests.attention.GPU_ROWS_BYTES``;
 #: ``session.patterns``, a session's own, which the session module's `Session` holds).
-PACKAGE_NAME = re.compile(
-    r"(?<![\w.])`{1,2}((?:%s)(?:\.[A-Za-z_]\w*)+)`{1,2}"
-    % "|".join(sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and not p.name.startswith("__")))
-)
+PACKAGE_NAME = re.compile(r"(?<![\w.])`{1,2}((?:%s)(?:\.[A-Za-z_]\w*)+)`{1,2}" % "|".join(FOLDERS))
 
 
 def _resolves(name: str) -> bool:

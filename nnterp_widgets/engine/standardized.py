@@ -549,12 +549,11 @@ class StandardizedVLLM(VLLM):
             ends the run, the prompts not finished taken out of the engine.
         """
         from nnsight.intervention.errors import raise_deferred
-        from vllm import SamplingParams
 
         reader = self.reader()
         with self.edit() as (_, edit):
             found = reads(reader, *args).save()  # noqa: F841 - the saves are keyed by this name
-        params = stream_params(SamplingParams)
+        params = stream_params()
         engine = self.vllm_entrypoint.llm_engine
 
         def run(prompts: list[list[int]], done: Callable[[list[int], list], Any] | None = None) -> list[dict]:
@@ -628,17 +627,19 @@ IN_FLIGHT = 1024
 _STREAMS = itertools.count()
 
 
-def stream_params(sampling_params: type) -> Any:
+def stream_params() -> Any:
     """The sampling settings of a registration's requests (one greedy token), marked as
     each request's own where vLLM knows the mark (``skip_clone``, from vLLM 0.14): vLLM
     otherwise deep-copies the settings of every request it adds, about 20 us a request
     (`bench/request_params.py`; some 0.04 s of a 2,048-cell sweep). Each request gets its
     own shallow copy (``copy.copy``): its fields are its own, and the stop-id set they
     share is one that vLLM only fills with the same model's ids."""
+    from vllm import SamplingParams
+
     try:
-        return sampling_params(max_tokens=1, temperature=0.0, skip_clone=True)
+        return SamplingParams(max_tokens=1, temperature=0.0, skip_clone=True)
     except TypeError:
-        return sampling_params(max_tokens=1, temperature=0.0)
+        return SamplingParams(max_tokens=1, temperature=0.0)
 
 
 def _keep_in_workers(entrypoint: Any, reader: Any) -> bool:
